@@ -83,6 +83,8 @@ def test_plan_serve_flag_names_and_config_file(tmp_path: Path) -> None:
          "trace: applies to exactly one --model"),
         ({"models": ["mlp:10"], "slo_ms": 20, "placements": ["far"]}, "placement: must be among"),
         ({"models": ["mlp:10"], "slo_ms": 20, "no_such": 1}, "no_such: is not an option"),
+        # QA 38 I #19: a mapping without a name read "rate of None: ... --model None:150"
+        ({"model": {"mlp": 10}, "slo_ms": 20}, "model: a mapping takes the keys name and rate"),
     ],
 )  # fmt: skip
 def test_plan_serve_bad_options_raise_the_cli_error(options: dict[str, object], text: str) -> None:

@@ -58,3 +58,103 @@ def test_help_shows_the_workload_argument_and_flags() -> None:
                  "--colocate-batch", "--max-time-s", "--target-ci", "--min-samples",
                  "--no-save", "--json"):  # fmt: skip
         assert text in result.output, text
+
+
+def test_text_shows_each_points_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA 38 I #1: a busy host, a CI target the time budget missed -- every point's warnings
+    were in --json only; the text showed a ±159% point as if it were sound."""
+    from datetime import UTC, datetime
+
+    import gpucast.app
+    from gpucast.app.curves import InferCurve, InferCurveResult
+    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+    from gpucast.domain.workload import WorkloadSpec
+    from gpucast.measure.curves import measure_curve
+
+    env = EnvironmentFingerprint(
+        host="h", os="linux", python_version="3.11", cpu_model="cpu", cpu_cores=2,
+        torch_threads=2, torch_version="2",
+    )  # fmt: skip
+    busy = "the host was busy: load average 4.6 on 2 CPU cores"
+
+    def fake(spec: WorkloadSpec, **_: object) -> Measurement:
+        return Measurement(
+            spec=spec, mode="infer", device="cpu",
+            step_times_s=tuple(0.001 * spec.batch_size * (1 + 0.01 * k) for k in range(12)),
+            samples_per_step=spec.batch_size, stop_reason="time_budget", target_ci=0.001,
+            environment=env, created_at=datetime.now(UTC), warnings=(busy,),
+        )  # fmt: skip
+
+    curve = measure_curve("mlp", [1, 4], measure_fn=fake)
+    fixed, per = curve.fit().coefficients
+    result = InferCurveResult(
+        workload="mlp", curves=(InferCurve(measurement=curve, fixed_s=fixed, per_sample_s=per),)
+    )
+    monkeypatch.setattr(gpucast.app, "measure_infer_curve", lambda *a, **k: result)
+    out = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--batch-sizes", "1,4"])
+    assert out.exit_code == 0, out.output
+    assert f"warning (batch 1, 4): {busy}" in out.output  # once, with the points it came from
+    assert out.output.count(busy) == 1
+    budget = [ln for ln in out.output.splitlines() if "time budget ran out" in ln]
+    assert budget and all(ln.strip().startswith("warning (batch") for ln in budget), budget
+
+
+def test_csv_writes_the_latency_table_serve_reads(tmp_path: Path) -> None:
+    """QA 38 I #3: the curve's warnings said 'use the measured points as a --latency-table' but
+    nothing wrote one; --csv writes the medians, which simulate serve reads back as they are."""
+    from gpucast.inputs.serving import read_latency_table
+
+    table = tmp_path / "lat.csv"
+    args = ["measure", "infer-curve", "mlp", "--batch-sizes", "1,2", *FAST, "--no-save"]
+    out = CliRunner().invoke(app, [*args, "--csv", str(table), "--json"])
+    assert out.exit_code == 0, out.output
+    medians = [p["median_s"] for p in json.loads(out.stdout)["curves"][0]["points"]]
+    assert json.loads(out.stdout)["latency_table"] == str(table)
+    curve = read_latency_table(table)
+    assert curve.batch_sizes == (1, 2) and list(curve.latency_s) == medians
+    text = CliRunner().invoke(app, [*args, "--csv", str(table)])
+    assert f"latency table: {table}" in text.output
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--precision", "fp32,fp16", "--csv", "t.csv"], "csv: holds one latency table"),
+        (["--csv", "/no/such/dir/t.csv"], "csv: folder /no/such/dir does not exist"),
+    ],
+)
+def test_csv_refusals_come_before_timing(args: list[str], text: str) -> None:
+    result = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--no-save", *args])
+    assert result.exit_code == 2, result.output
+    assert text in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_threads_and_cpu_timer_as_the_busy_host_warning_says() -> None:
+    """QA 38 I #5: a busy host's warning on a curve point says 'or with --threads 1 --timer
+    cpu', flags infer-curve did not take; it takes them as measure infer does."""
+    import torch
+
+    before = torch.get_num_threads()
+    args = ["measure", "infer-curve", "mlp", "--batch-sizes", "1", *FAST, "--no-save"]
+    out = CliRunner().invoke(
+        app, [*args, "--device", "cpu", "--threads", "1", "--timer", "cpu", "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    warnings = json.loads(out.stdout)["curves"][0]["points"][0]["warnings"]
+    assert any("CPU time (--timer cpu)" in w for w in warnings), warnings
+    assert torch.get_num_threads() == before  # the thread count is put back
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--threads", "0"], "threads: must be an integer in [1,"),
+        (["--timer", "cpu", "--device", "cuda"], "timer: cpu times the host's CPU time"),
+        (["--timer", "gpu"], "timer: must be wall or cpu"),
+        (["--colocate", "mlp", "--threads", "1"], "threads: applies to the curve, not to"),
+    ],
+)
+def test_threads_and_timer_refusals(args: list[str], text: str) -> None:
+    result = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--no-save", *args])
+    assert result.exit_code == 2, result.output
+    assert text in result.output and len(result.output.strip().splitlines()) == 1

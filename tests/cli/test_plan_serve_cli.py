@@ -80,6 +80,9 @@ def test_rate_must_be_positive(model: str) -> None:
         (["--model", "mlp:10", "--slo-ms", "50", "--placement", "nearby"], "placement: must be"),
         (["--model", "mlp:10", "--slo-ms", "50", "--latency-table", "t4.csv"], "MODEL@SERVER=CSV"),
         (["--model", "mlp:10", "--slo-ms", "50", "--precision", "fp7"], "precision: must be"),
+        (["--model", "mlp:10,mlp:20", "--slo-ms", "50"], "model: lists a model twice"),
+        # QA 38 I #8: the fix named --rate alone, where plan serve's rates are in --model
+        (["--model", "mlp:1e12", "--slo-ms", "50"], "lower the rates in --model (NAME:RATE)"),
     ],
 )
 def test_bad_options_are_one_line_exit_2(args: list[str], text: str) -> None:
@@ -267,3 +270,22 @@ def test_slo_errors_quote_their_fix_and_a_bad_percentile_has_one() -> None:
         (line,) = result.stderr.strip().splitlines()
         assert fix in line, line
         assert " p99<" not in line.replace("like p99<", "")  # every pasteable one quoted
+
+
+def test_a_latency_table_names_a_planned_model_and_server(tmp_path: Path) -> None:
+    """QA 38 I #12: a table for a server the plan does not search (or a model it does not
+    plan) was dropped without a word while the output said 'measured tables for mlp@A10G';
+    the pick that runs on a table's latencies says so in its validated line."""
+    table = tmp_path / "t.csv"
+    table.write_text("batch_size,latency_s\n1,0.001\n8,0.004\n")
+    for key in ("mlp@A10G", "resnet50@T4", "mlp@t4"):
+        code, out, err = run("--model", "mlp:50", "--slo-ms", "50", *FAST,
+                             "--latency-table", f"{key}={table}")  # fmt: skip
+        assert code == 2, (key, out, err)
+        assert f"latency-table: {key} names no model on a server this plan searches" in err
+        assert len(err.strip().splitlines()) == 1
+    one_gpu = ["--gpu", "T4", "--no-mig", "--duration-s", "10"]
+    code, out, err = run("--model", "mlp:50", "--slo-ms", "50", *one_gpu,
+                         "--latency-table", f"mlp@T4={table}", "--json")  # fmt: skip
+    assert code == 0, err
+    assert "serving latency (your latency table + simulator)" in json.loads(out)["validation"]

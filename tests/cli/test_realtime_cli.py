@@ -35,6 +35,9 @@ def test_a_single_deadline() -> None:
     ("extra", "needle"),
     [
         (["--deadline-ms", "0.001"], "shorter than its fastest possible service"),
+        # QA 38 I #20: both read "deadline:", a flag neither verb has
+        (["--deadline-ms", "0.001"], "deadline-ms: "),
+        (["--request-class", "a:1:0.001:0"], "request-class: mlp/a: 0.001 ms is shorter"),
         (["--request-class", "a:0.5:10,b:0.4:10"], "shares must add up to 1"),
         (["--request-class", "a:1"], "NAME:SHARE:DEADLINE_MS"),
         (["--request-class", "a:1:10", "--scheduler", "lifo"], "scheduler"),

@@ -4,13 +4,16 @@ verbs and the process named in the output, and one-line refusals."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from gpucast.app.serve import SimulateServeRequest
 from gpucast.cli.app import app
+from gpucast.domain.options import META_KEY
 
 runner = CliRunner()
 SIM = ["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--duration-s", "10"]
@@ -132,14 +135,22 @@ def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
         (["--clients", "0"], "clients: must be >= 1"),
         (["--clients", "4", "--rate", "10"], "clients: is a closed loop"),
         (["--max-queue", "0", "--rate", "10"], "max-queue: must be >= 1"),
-        (["--queue-timeout-ms", "-1", "--rate", "10"], "queue-timeout-ms: must be > 0"),
-        (["--engine", "onnx", "--rate", "10"], "unknown engine 'onnx'"),
+        (["--queue-timeout-ms", "-1", "--rate", "10"], "e.g. --queue-timeout-ms 100"),
+        (["--engine", "onnx", "--rate", "10"], "engine: unknown engine 'onnx'"),  # QA 38 I #7
         (["--precision", "int4", "--rate", "10"], "precision: must be one of fp32, fp16"),
         (["--precision", "int8", "--rate", "10"], "int8 is not run by eager PyTorch"),
         (["--host-ms", "-1", "--rate", "10"], "host-ms: must be >= 0 ms"),
         (["--host-ms", "nan", "--rate", "10"], "host-ms: must be >= 0 ms"),
         (["--host-concurrency", "0", "--rate", "10"], "host-concurrency: must be >= 1"),
         (["--think-ms", "-3", "--clients", "2"], "think-ms: must be >= 0 ms"),
+        # QA 38 I #2: open-loop traffic ignored a think time without a word
+        (["--think-ms", "50", "--rate", "10"], "think-ms: is the closed loop's think time"),
+        # QA 38 I #4: the fix offered 4,8, itself refused under --max-batch 4
+        (["--rate", "10", "--max-batch", "4", "--preferred", "4,8"], "e.g. --preferred 2,4,"),
+        # QA 38 I #16: 1e12 ms held requests 31 years and read as an overloaded server
+        (["--rate", "10", "--max-delay-ms", "1e12"], "max-delay-ms: must be at most 60,000 ms"),
+        # QA 38 I #17: a scheduler with nothing to order was ignored without a word
+        (["--rate", "10", "--scheduler", "edf"], "scheduler: orders requests by their deadlines"),
         (["--clients", "2", "--find-saturation"], "find-saturation: offers ever higher"),
         ([], "rate: is required"),
         (["--rate", "10", "-o", "nope=1"], "nope"),
@@ -159,6 +170,7 @@ def test_simulate_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str
         (["--model", "mlp:5", "--engine", "tensorrt", "--precision", "int4"], "precision: must be"),
         (["--model", "mlp:5", "--precision", "fp8"], "fp8 is not run by eager PyTorch"),
         (["--model", "mlp:5", "--saturation-s", "-1"], "saturation-s: must be >= 0"),
+        (["--model", "mlp:5", "--max-delays-ms", "0,1e9"], "max-delays-ms: must be at most"),
         (["--model", "mlp:5", "--trace", "a.csv", "--arrivals", "constant"],
          "trace: and --arrivals name two different"),
     ],
@@ -168,3 +180,50 @@ def test_plan_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str) ->
     assert result.exit_code == 2, result.output
     assert text in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_run_that_serves_nothing_has_no_cost_per_request(tmp_path: Path) -> None:
+    """QA 38 I #16: a run in which no request completed printed 'inf US$ per million'."""
+    slow = tmp_path / "slow.csv"
+    slow.write_text("batch_size,latency_s\n1,1000\n8,8000\n")
+    result = runner.invoke(app, [*SIM, "--latency-table", str(slow), "--rate", "10"])
+    assert result.exit_code == 0, result.output
+    assert "no request served in the run: no cost per request" in result.stdout
+    assert "inf" not in result.stdout
+
+
+def test_json_carries_the_warnings_the_text_prints(tmp_path: Path) -> None:
+    """QA 38 I #22: --json dropped the overload / shed-load warnings (stderr only), where a
+    language model's simulate serve --json has them; plan serve's JSON has them too."""
+    sim = _json([*SIM, "--rate", "1e5", "--max-queue", "4"])
+    assert any("requests were rejected" in w for w in sim["warnings"])  # type: ignore[union-attr]
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s\n" + "".join(f"{0.01 * k:.2f}\n" for k in range(1, 300)) + "x\n")
+    plan = _json([*PLAN, "--model", "mlp", "--trace", str(trace)])
+    assert any("malformed row" in w for w in plan["warnings"])  # type: ignore[union-attr]
+
+
+def test_a_trace_s_last_request_in_flight_is_no_overload(tmp_path: Path) -> None:
+    """QA 38 I #6: a trace ends on an arrival, so its last request is always in flight at the
+    horizon; on a 3-request trace (2% busy) that read as 'overloaded ... latency grows'."""
+    trace = tmp_path / "three.csv"
+    trace.write_text("arrival_s\n0.5\n0.2\n0.3\n")
+    result = runner.invoke(app, [*SIM[:6], "--arrivals", f"trace:{trace}"])
+    assert result.exit_code == 0, result.output
+    assert "in flight at the end 1" in result.stdout
+    assert "overloaded" not in result.stderr
+
+
+def test_servers_and_mig_help_say_what_the_run_does() -> None:
+    """QA 38 I #23: --mig said 'Run on one MIG slice' and --servers 'Number of GPUs', while
+    --mig 1g.5gb --servers 3 runs (and prices) three slices."""
+    import gpucast
+
+    helps = {f.name: f.metadata[META_KEY].help for f in dataclasses.fields(SimulateServeRequest)}
+    assert "MIG slices with --mig" in helps["servers"]
+    assert "--servers of them" in helps["mig"]
+    run = gpucast.simulate_serve(model="mlp", gpu="A100-40GB", mig="1g.5gb", servers=3, rate=50,
+                                 duration_s=2)  # fmt: skip
+    assert len(run.serving.servers) == 3
+    per_slice = run.serving.servers[0].price_usd_per_hour
+    assert run.to_dict()["cost_usd_per_hour"] == pytest.approx(3 * per_slice)

@@ -33,6 +33,16 @@ DAY_MS = 86_400_000.0
 POOL_MARGIN = 1.25
 
 
+def check_think_needs_clients(think_ms: float, clients: int | None) -> None:
+    """A think time belongs to a closed loop: given without ``--clients`` it would be
+    ignored by open-loop traffic (a CNN's or a language model's), so it is refused."""
+    if think_ms and clients is None:
+        raise InvalidSpecError(
+            "think-ms", "is the closed loop's think time", got=think_ms,
+            fix="add --clients N, or drop --think-ms",
+        )  # fmt: skip
+
+
 def check_load_options(request: Any) -> None:
     """The rules of ``--clients``, ``--think-ms`` and ``--find-saturation`` for a language
     model: one clear error each."""
@@ -68,11 +78,7 @@ def check_load_options(request: Any) -> None:
             "think-ms", f"must be >= 0 and at most {DAY_MS:,.0f} ms (a day)", got=think_ms,
             fix="e.g. --think-ms 500",
         )  # fmt: skip
-    if think_ms and clients is None:
-        raise InvalidSpecError(
-            "think-ms", "is the closed loop's think time", got=think_ms,
-            fix="add --clients N, or drop --think-ms",
-        )  # fmt: skip
+    check_think_needs_clients(think_ms, clients)
     if request.find_saturation and request.time_scale is not None:
         raise InvalidSpecError(
             "time-scale", "is set by the saturation search (it replays the trace at each rate "

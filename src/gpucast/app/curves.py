@@ -9,13 +9,20 @@ unless ``save=False``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.app.measure import check_min_samples
+from gpucast.app.measure import (
+    check_min_samples,
+    check_threads_and_timer,
+    threads_option,
+    timer_option,
+)
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import as_flags, lower_list, option
 from gpucast.domain.workload import (
@@ -28,6 +35,8 @@ from gpucast.inputs.workload import measured_name
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gpucast.domain.measurement import Measurement
+    from gpucast.domain.workload import WorkloadSpec
     from gpucast.measure.curves import ColocationResult, CurveMeasurement
 
 
@@ -59,8 +68,16 @@ class InferCurveRequest:
     max_time_s: float = option(10.0, help="Seconds per point.", example="10")
     target_ci: float = option(0.02, help="Relative 95% CI target.", example="0.02")
     min_samples: int = option(10, help="Least steps per point.", example="10")
+    timer: str = timer_option("steps")
+    threads: int | None = threads_option()
     save: bool = option(
         True, negative="no-save", help="Write the results to the store (--no-save: do not)."
+    )
+    csv: Path | None = option(
+        None,
+        help="Also write the measured medians as a latency table (batch_size,latency_s) for "
+        "simulate serve --latency-table FILE / plan serve --latency-table MODEL@GPU=FILE.",
+        example="lat.csv",
     )
 
     def __post_init__(self) -> None:
@@ -79,13 +96,20 @@ class InferCurveRequest:
                     "precision", f"must be one of {', '.join(PRECISIONS)}", got=p,
                     fix="e.g. --precision fp32",
                 )  # fmt: skip
-        if self.workload_options and self.colocate:
-            raise InvalidSpecError(
-                "option",
-                "applies to the curve, not to --colocate (its models run at their built-in "
-                "options)",
-                fix="measure the configured curve and the co-location in two runs",
-            )
+        curve_only = (
+            ("option", bool(self.workload_options)),
+            ("threads", self.threads is not None),
+            ("timer", self.timer != "wall"),
+        )
+        for flag, given in curve_only:
+            if given and self.colocate:
+                raise InvalidSpecError(
+                    flag,
+                    "applies to the curve, not to --colocate (its models run in processes "
+                    "of their own, at their built-in options)",
+                    fix="measure the configured curve and the co-location in two runs",
+                )
+        check_threads_and_timer(self.threads, self.timer, self.device)
         if self.colocate_batch is not None and self.colocate_batch < 1:
             raise InvalidSpecError(
                 "colocate-batch",
@@ -104,6 +128,11 @@ class InferCurveRequest:
             )
         with as_flags(type(self)):  # the stopping rule's range, named as the flag
             check_min_samples(self.min_samples)
+        if self.csv is not None and len(self.precisions) > 1:
+            raise InvalidSpecError(
+                "csv", "holds one latency table, one precision's", got=list(self.precisions),
+                fix="measure one --precision per --csv file",
+            )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,7 +171,8 @@ class InferCurve:
         return (
             f"the line does not describe these points: at batch {batch} the median is "
             f"{median * 1e3:.3g} ms, the line {line * 1e3:.3g} ms (latency is not linear in "
-            "the batch here; use the measured points, e.g. as a --latency-table)"
+            "the batch here; use the measured points: --csv FILE writes them as a "
+            "--latency-table)"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,6 +194,8 @@ class InferCurveResult:
     workload: str
     curves: tuple[InferCurve, ...]
     colocation: ColocationResult | None = None
+    #: where ``csv`` wrote the latency table (``None``: not asked)
+    latency_table: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What ``gpucast measure infer-curve --json`` prints."""
@@ -171,6 +203,7 @@ class InferCurveResult:
             "workload": self.workload,
             "curves": [c.to_dict() for c in self.curves],
             "colocation": None if self.colocation is None else self.colocation.to_dict(),
+            "latency_table": None if self.latency_table is None else str(self.latency_table),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -202,18 +235,34 @@ def measure_infer_curve(
     """Latency and throughput of a workload's inference step over batch sizes (and
     precisions), stored in ``db`` (default: ``$GPUCAST_DB`` or the user store) unless
     ``save=False``; with ``colocate``, the slowdown of running the models at once."""
+    import torch
+
+    from gpucast.app.measure import cpu_timer_note
+    from gpucast.measure.api import measure
     from gpucast.measure.curves import measure_colocated, measure_curve
     from gpucast.store.db import Store, default_db_path
+    from gpucast.store.files import output_file, write_text_atomic
     from gpucast.workloads import get_workload
 
     request = resolve(InferCurveRequest, request, options)
     get_workload(request.workload, **dict(request.workload_options))  # fails now, not later
+    if request.csv is not None:
+        output_file(request.csv, "csv")  # a path that cannot be written fails before timing
     for name in request.colocate:
         get_workload(name)
     store = None
     if request.save:
         store = Store(Path(db) if db is not None else default_db_path()).open()
+    threads_before = torch.get_num_threads()
     try:
+        if request.threads is not None:
+            torch.set_num_threads(request.threads)
+        note = cpu_timer_note(torch.get_num_threads()) if request.timer == "cpu" else None
+
+        def timed(spec: WorkloadSpec, **kw: Any) -> Measurement:
+            m = measure(spec, clock=time.process_time if note else None, **kw)
+            return m if note is None else dataclasses.replace(m, warnings=(*m.warnings, note))
+
         curves = []
         for precision in request.precisions:
             curve = measure_curve(
@@ -226,6 +275,7 @@ def measure_infer_curve(
                 min_samples=request.min_samples,
                 store=store,
                 options=request.workload_options,
+                measure_fn=timed,
             )
             fixed_s, per_sample_s = curve.fit().coefficients
             curves.append(InferCurve(measurement=curve, fixed_s=fixed_s, per_sample_s=per_sample_s))
@@ -241,10 +291,22 @@ def measure_infer_curve(
                 store=store,
             )
     finally:
+        torch.set_num_threads(threads_before)
         if store is not None:
             store.close()
+    if request.csv is not None:
+        write_text_atomic(request.csv, latency_table_csv(curves[0].measurement), field="csv")
     return InferCurveResult(
         workload=measured_name(request.workload, request.workload_options),
         curves=tuple(curves),
         colocation=colocation,
+        latency_table=request.csv,
     )
+
+
+def latency_table_csv(curve: CurveMeasurement) -> str:
+    """The medians of ``curve`` as the ``batch_size,latency_s`` table that
+    :func:`gpucast.inputs.serving.read_latency_table` reads back."""
+    lc = curve.latency_curve()
+    rows = (f"{b},{t!r}" for b, t in zip(lc.batch_sizes, lc.latency_s, strict=True))
+    return "batch_size,latency_s\n" + "".join(f"{r}\n" for r in rows)

@@ -65,6 +65,55 @@ def check_min_samples(value: int) -> None:
         )
 
 
+def timer_option(what: str) -> Any:
+    """``--timer`` of a verb that times CPU steps (``what``: the things it times)."""
+    return option(
+        "wall",
+        help=f"wall, or cpu: time {what} by this process's CPU time, steadier on a shared "
+        "machine (--device cpu only; use with --threads 1).",
+        example="cpu",
+    )
+
+
+def threads_option() -> Any:
+    """``--threads`` of a verb that times CPU steps."""
+    return option(
+        None, help="torch intra-op threads while measuring (default: torch's).", example="1"
+    )
+
+
+def check_threads_and_timer(threads: int | None, timer: str, device: str) -> None:
+    """``--threads`` (1 to this host's cores) and ``--timer`` (wall, or cpu on the CPU only),
+    as every verb that times CPU steps takes them."""
+    if timer not in ("wall", "cpu"):
+        raise InvalidSpecError("timer", "must be wall or cpu", got=timer)
+    cores = os.cpu_count() or 1
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= cores
+    ):
+        raise InvalidSpecError(
+            "threads", f"must be an integer in [1, {cores}]", got=threads, fix="e.g. --threads 1"
+        )
+    if timer == "cpu" and device != "cpu":
+        raise InvalidSpecError(
+            "timer",
+            "cpu times the host's CPU time, which a GPU step does not show",
+            got=device,
+            fix="pass --device cpu, or drop --timer cpu",
+        )
+
+
+def cpu_timer_note(threads: int) -> str:
+    """What ``--timer cpu`` makes of a step time, said once per measurement."""
+    note = "step times are this process's CPU time (--timer cpu), not wall-clock time"
+    if threads > 1:
+        note += (
+            f", summed over {threads} threads (idle intra-op threads spin and count "
+            "too; pass --threads 1 for times comparable to one core's)"
+        )
+    return note
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _StepRequest:
     """What both measure verbs take: the workload, where to run it, when to stop."""
@@ -98,15 +147,8 @@ class _StepRequest:
     save: bool = option(
         True, negative="no-save", help="Write the result to the store (--no-save: do not)."
     )
-    timer: str = option(
-        "wall",
-        help="wall, or cpu: time steps (and --kernels operator calls) by this process's CPU "
-        "time, steadier on a shared machine (--device cpu only; use with --threads 1).",
-        example="cpu",
-    )
-    threads: int | None = option(
-        None, help="torch intra-op threads while measuring (default: torch's).", example="1"
-    )
+    timer: str = timer_option("steps (and --kernels operator calls)")
+    threads: int | None = threads_option()
     kernels: bool = option(
         False,
         negative="no-kernels",
@@ -128,25 +170,7 @@ class _StepRequest:
         _check_number("target_ci", self.target_ci, low=0.0, high=1.0)
         _check_number("max_time_s", self.max_time_s, low=0.0)
         check_min_samples(self.min_samples)
-        if self.timer not in ("wall", "cpu"):
-            raise InvalidSpecError("timer", "must be wall or cpu", got=self.timer)
-        cores = os.cpu_count() or 1
-        if self.threads is not None and (
-            isinstance(self.threads, bool)
-            or not isinstance(self.threads, int)
-            or not 1 <= self.threads <= cores
-        ):
-            raise InvalidSpecError(
-                "threads", f"must be an integer in [1, {cores}]", got=self.threads,
-                fix="e.g. --threads 1",
-            )  # fmt: skip
-        if self.timer == "cpu" and self.device != "cpu":
-            raise InvalidSpecError(
-                "timer",
-                "cpu times the host's CPU time, which a GPU step does not show",
-                got=self.device,
-                fix="pass --device cpu, or drop --timer cpu",
-            )
+        check_threads_and_timer(self.threads, self.timer, self.device)
 
     def spec_at(self, precision: str) -> WorkloadSpec:
         """The workload measured at ``precision`` (what :meth:`precision_on` chose)."""
@@ -583,12 +607,7 @@ def _single(
             else 4,
         )
         if request.timer == "cpu":
-            note = "step times are this process's CPU time (--timer cpu), not wall-clock time"
-            if threads > 1:
-                note += (
-                    f", summed over {threads} threads (idle intra-op threads spin and count "
-                    "too; pass --threads 1 for times comparable to one core's)"
-                )
+            note = cpu_timer_note(threads)
             result = dataclasses.replace(result, warnings=(*result.warnings, note))
         run_id = None if store is None else store.save_measurement(result, kernels=trace)
     finally:

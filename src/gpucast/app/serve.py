@@ -123,6 +123,9 @@ MAX_BATCH_SIZE = 65_536
 MAX_SERVERS = 10_000
 MAX_INSTANCES = 1_024
 MAX_DURATION_S = 30 * 86_400.0
+#: a dynamic batcher's queue delay is micro- to milliseconds; a minute or more is a typo (1e12
+#: ms held requests for 31 years and read as an overloaded server: QA 38 I #16)
+MAX_DELAY_MS = 60_000.0
 #: bytes a simulated request costs (arrival, batch, latency arrays and per-stage times)
 REQUEST_BYTES = 96
 
@@ -329,8 +332,13 @@ def _model_items(value: Any) -> tuple[str, ...]:
     out: list[str] = []
     for item in items:
         if isinstance(item, dict):
+            if not item.get("name") or set(item) - {"name", "rate"}:  # QA 38 I #19: "None:150"
+                raise InvalidSpecError(
+                    "model", "a mapping takes the keys name and rate", got=item,
+                    fix="e.g. {name: resnet50, rate: 150}, or the text resnet50:150",
+                )  # fmt: skip
             rate = item.get("rate")
-            out.append(str(item.get("name")) + ("" if rate is None else f":{rate}"))
+            out.append(str(item["name"]) + ("" if rate is None else f":{rate}"))
         else:
             out += [str(v) for v in split_list(item)]
     return tuple(out)
@@ -463,7 +471,8 @@ class PlanServeRequest:
     latency_tables: tuple[str, ...] = option(
         (),
         flag="latency-table",
-        help="MODEL@SERVER=CSV measured curve (batch_size,latency_s).",
+        help="MODEL@SERVER=CSV measured curve (batch_size,latency_s; measure infer-curve "
+        "--csv writes one).",
         example="resnet50@T4=t4.csv",
     )
     duration_s: float | None = option(
@@ -549,6 +558,8 @@ class PlanServeRequest:
                 "max-delays-ms", "must be ms >= 0", got=list(self.max_delays_ms),
                 fix="e.g. --max-delays-ms 0,2,5,10",
             )  # fmt: skip
+        for d in self.max_delays_ms:
+            _check_at_most("max-delays-ms", d, MAX_DELAY_MS, "ms (a minute)")
         for i in self.instances:
             _check_at_least("instances", i, 1)
         if not self.instances:
@@ -573,6 +584,7 @@ class PlanServeRequest:
             self.run_s,
             None,  # plan serve has no --allow-large
             bytes_per_request=REQUEST_BYTES,
+            fix="lower the rates in --model (NAME:RATE) or --rate, or --duration-s",
         )
         if not (math.isfinite(self.saturation_s) and self.saturation_s >= 0):
             raise InvalidSpecError(
@@ -712,8 +724,13 @@ class PlanServeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """What ``gpucast plan serve --json`` prints: :meth:`ServePlan.to_dict` and the
-        validated error of the recommended deployment's regime."""
-        return {**self.plan.to_dict(), "validation": dict(self.validation)}
+        validated error of the recommended deployment's regime, and the warnings the text
+        prints on stderr (QA 38 I #22: --json dropped them)."""
+        return {
+            **self.plan.to_dict(),
+            "validation": dict(self.validation),
+            "warnings": list(self.warnings),
+        }
 
     def to_frame(self) -> pd.DataFrame:
         """One row per candidate (cheapest first), with its Pareto and recommended marks."""
@@ -876,6 +893,15 @@ def plan_serve(
     )
     best = plan.best
     gpus = [] if best is None else [g.server.gpu or "cpu" for g in best.groups]
+    # the pick's batch latencies are a measured table's where one was given for it
+    items = map(inputs.parse_latency_table_item, request.latency_tables)
+    tables = {(m, s): path for m, s, path in items}
+    used = [
+        tables[(m.model, g.server.name)]
+        for g in (() if best is None else best.groups)
+        for m in g.models
+        if (m.model, g.server.name) in tables
+    ]
     return PlanServeResult(
         plan=plan,
         warnings=tuple(warnings),
@@ -884,6 +910,7 @@ def plan_serve(
             precision,
             calibrated=request.host_capacity_rps is not None or request.host_ms is not None,
             engine=engine_profile.name,
+            measured=used[0] if used else None,
             mig=best is not None and any(g.server.kind == "mig" for g in best.groups),
         ),
     )
@@ -1070,6 +1097,12 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
 
 
 # -- simulate serve -------------------------------------------------------------------------
+_MIG_HELP = (
+    "Run on MIG slices of this profile (--servers of them, each priced at its share of the "
+    "GPU), e.g. 1g.10gb."
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateServeRequest:
     """Traffic through one model on catalog GPUs with dynamic batching
@@ -1112,8 +1145,10 @@ class SimulateServeRequest:
         "arrived, ms.", example="100",
     )  # fmt: skip
     instances: int = option(1, help="Model instances per GPU.", example="2")
-    servers: int = option(1, help="Number of GPUs (load balanced).", example="2")
-    mig: str | None = option(None, help="Run on one MIG slice, e.g. 1g.10gb.", example="1g.10gb")
+    servers: int = option(
+        1, help="Number of GPUs, or of MIG slices with --mig (load balanced).", example="2"
+    )
+    mig: str | None = option(None, help=_MIG_HELP, example="1g.10gb")
     duration_s: float | None = option(
         None,
         help="Simulated seconds (default 60; a trace: its whole span, as a language model's "
@@ -1129,7 +1164,9 @@ class SimulateServeRequest:
     )
     slo_ms: float | None = option(None, help="Latency SLO, ms (= --slo p99<Lms).", example="100")
     latency_table: Path | None = option(
-        None, help="CSV batch_size,latency_s measured per batch.", example="lat.csv"
+        None,
+        help="CSV batch_size,latency_s measured per batch (measure infer-curve --csv writes one).",
+        example="lat.csv",
     )
     engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
     precision: str | None = option(
@@ -1223,6 +1260,7 @@ class SimulateServeRequest:
     )
 
     def __post_init__(self) -> None:
+        from gpucast.app._llm_load import check_think_needs_clients
         from gpucast.inputs.serving import check_arrival_kind
 
         if self.cache_fraction is not None and not (
@@ -1261,6 +1299,7 @@ class SimulateServeRequest:
             raise InvalidSpecError(
                 "think-ms", "must be >= 0 ms", got=self.think_ms, fix="e.g. --think-ms 10"
             )
+        check_think_needs_clients(self.think_ms, self.clients)
         _check_at_least("max-batch", self.max_batch, 1)
         if not (math.isfinite(self.max_delay_ms) and self.max_delay_ms >= 0):
             raise InvalidSpecError(
@@ -1268,13 +1307,16 @@ class SimulateServeRequest:
             )
         for b in self.preferred:
             if isinstance(b, bool) or not 1 <= b <= self.max_batch:
+                fits = sorted({max(1, self.max_batch // 2), self.max_batch})  # a fix that holds
                 raise InvalidSpecError(
                     "preferred", f"must be between 1 and --max-batch {self.max_batch}",
-                    got=list(self.preferred), fix="e.g. --preferred 4,8",
+                    got=list(self.preferred),
+                    fix=f"e.g. --preferred {','.join(map(str, fits))}, or raise --max-batch",
                 )  # fmt: skip
         if self.max_queue is not None:
             _check_at_least("max-queue", self.max_queue, 1)
-        _check_positive("queue-timeout-ms", self.queue_timeout_ms, "ms", "e.g. 100")
+        _check_positive("queue-timeout-ms", self.queue_timeout_ms, "ms",
+                        "e.g. --queue-timeout-ms 100")  # fmt: skip
         _check_at_least("instances", self.instances, 1)
         _check_at_least("servers", self.servers, 1)
         _check_positive("duration-s", self.duration_s, "", "e.g. --duration-s 60")
@@ -1290,6 +1332,7 @@ class SimulateServeRequest:
         check_price(self.price)
         check_seed(self.seed)
         _check_at_most("max-batch", self.max_batch, MAX_BATCH_SIZE)
+        _check_at_most("max-delay-ms", self.max_delay_ms, MAX_DELAY_MS, "ms (a minute)")
         _check_at_most("servers", self.servers, MAX_SERVERS)
         _check_at_most("instances", self.instances, MAX_INSTANCES)
         _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
@@ -1338,6 +1381,13 @@ class SimulateServeRequest:
                 "scheduler", "must be fifo, edf or priority", got=self.scheduler, fix="e.g. edf"
             )
         classes = self.classes
+        if self.scheduler != "fifo" and not classes and self.deadline_ms is None:
+            raise InvalidSpecError(  # it was ignored without a word (QA 38 I #17)
+                "scheduler", "orders requests by their deadlines or classes, and none is given",
+                got=self.scheduler,
+                fix="add --deadline-ms D or --request-class NAME:SHARE:DEADLINE_MS:PRIORITY,..., "
+                "or drop --scheduler",
+            )  # fmt: skip
         if classes and self.deadline_ms is not None:
             raise InvalidSpecError(
                 "deadline-ms", "is per class with --request-class",
@@ -1481,6 +1531,7 @@ class SimulateServeResult:
         out["latency_curve"] = self.latency_curve.to_dict()
         out["saturation"] = None if self.saturation is None else self.saturation.to_dict()
         out["validation"] = dict(self.validation)
+        out["warnings"] = list(self.warnings)  # as a language model's run has them
         out["scheduler"] = self.scheduler
         out["classes"] = [dataclasses.asdict(c) for c in self.classes]
         out["embedding_cache"] = (
@@ -1734,8 +1785,8 @@ def simulate_serve(
         groups=(ServerGroup(server=spec, count=request.servers),),
         scheduling=scheduler or "none",  # type: ignore[arg-type]
     )
-    if scheduler is not None:
-        check_deadlines(deployment)
+    if scheduler is not None:  # named as the flag the deadlines came from
+        check_deadlines(deployment, "request-class" if request.classes else "deadline-ms")
     host_capacity_rps = request.host_capacity_rps
     if request.calibrate_p50_ms is not None or request.calibrate_at:
         points: list[tuple[Mapping[str, Any], float]] = []
@@ -1829,6 +1880,19 @@ def _with_pcie_misses(
     return dataclasses.replace(result, servers=servers)
 
 
+def _steady_backlog(result: ServingResult, served_rps: float) -> float:
+    """The requests a server that keeps up still holds at the horizon (Little's law at the
+    served requests' median latency), plus the one arriving at it: a backlog beyond this
+    grew; one within it is the tail of the traffic (a trace ends on an arrival, so its last
+    request is always in flight: a 3-request trace read as overloaded, QA 38 I #6)."""
+    import numpy as np
+
+    done = result.arrival_s + result.latency_s  # NaN where dropped
+    ran = (result.arrival_s >= result.warmup_s) & (done <= result.horizon_s)
+    lat = result.latency_s[ran]
+    return 1.0 + (served_rps * float(np.median(lat)) if lat.size else 0.0)
+
+
 def _overload_warnings(result: ServingResult, *, searched: bool = False) -> list[str]:
     """Shed requests and a backlog the servers did not clear, in words (``searched``: the
     saturation search ran, so its result is pointed to, not the flag)."""
@@ -1842,7 +1906,11 @@ def _overload_warnings(result: ServingResult, *, searched: bool = False) -> list
             "the servers shed load. Add servers or instances."
         )
     dropped_rps = counts["dropped"] / result.window_s if result.window_s > 0 else 0.0
-    if counts["requests"] and served + dropped_rps < 0.98 * offered and counts["in_flight"] > 0:
+    if (
+        counts["requests"]
+        and served + dropped_rps < 0.98 * offered
+        and counts["in_flight"] > _steady_backlog(result, served)
+    ):
         out.append(
             f"overloaded: {offered:.1f} req/s offered, {served:.1f} served; "
             f"{counts['in_flight']} requests still queued or running at the end, latency "

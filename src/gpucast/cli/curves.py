@@ -7,7 +7,7 @@ in :func:`gpucast.app.curves.measure_infer_curve`. The command joins the ``measu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -41,6 +41,16 @@ def command(
     print_curves(result)
 
 
+def point_warnings(points: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Each measured point's warnings (a busy host, a CI target the time budget missed, a
+    warm-up cut short), each text once with the batch sizes it came from, in order."""
+    out: dict[str, list[int]] = {}
+    for p in points:
+        for text in p.get("warnings") or ():
+            out.setdefault(text, []).append(p["batch_size"])
+    return out
+
+
 def print_curves(result: InferCurveResult) -> None:
     """Each curve point by point with its fit, then the co-location slowdowns."""
     for curve in result.curves:
@@ -69,6 +79,19 @@ def print_curves(result: InferCurveResult) -> None:
         )
         if c["fit"]["warning"]:
             console.print(f"  warning: {c['fit']['warning']}", highlight=False, markup=False)
+        for text, batches in point_warnings(c["points"]).items():
+            console.print(
+                f"  warning (batch {', '.join(map(str, batches))}): {text}",
+                highlight=False,
+                markup=False,
+            )
+    if result.latency_table is not None:
+        path = escape(str(result.latency_table))
+        console.print(
+            f"latency table: {path} (batch_size,latency_s: the medians; simulate serve "
+            f"--latency-table {path})",
+            highlight=False,
+        )
     if result.colocation is not None:
         co = result.colocation.to_dict()
         console.print("co-location (each alone vs all at once):", highlight=False)

@@ -8,6 +8,7 @@ commands join the ``plan`` and ``simulate`` groups in :mod:`gpucast.cli.verbs`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -264,11 +265,13 @@ def print_serving(result: SimulateServeResult) -> None:
             f"{out['slo_attainment']:.1%} of requests within {out['slo_s'] * 1e3:g} ms",
             highlight=False,
         )
+    per_m = out["cost_usd_per_million"]  # None (JSON) / inf where nothing was served
     console.print(
-        f"  cost {out['cost_usd_per_hour']:.3f} US$/h, "
-        f"{out['cost_usd_per_million']:.3f} US$ per million requests",  # plan serve's 3 decimals
+        f"  cost {out['cost_usd_per_hour']:.3f} US$/h, "  # plan serve's 3 decimals
+        + (f"{per_m:.3f} US$ per million requests" if per_m is not None and math.isfinite(per_m)
+           else "no request served in the run: no cost per request"),
         highlight=False,
-    )
+    )  # fmt: skip
     for s in result.serving.servers:
         stages = "".join(f", {name} {format_share(u)}" for name, u in s.stages.items())
         console.print(

@@ -168,6 +168,7 @@ class UnknownServingEngineError(UnknownNameError):
     """A request-level inference engine not in the catalog's ``serving_engines.csv``."""
 
     kind = "engine"
+    default_field = "engine"
 
 
 class DeviceUnavailableError(InvalidInputError):

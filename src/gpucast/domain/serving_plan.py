@@ -90,9 +90,10 @@ class ServeRequest:
             )
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
-            raise InvalidSpecError(
-                "models", "lists a model twice", got=names, fix="give each model once"
-            )
+            raise InvalidSpecError(  # the flag the user typed (QA 38 I #15)
+                "model", "lists a model twice", got=names,
+                fix="give each model once with its total rate, e.g. --model resnet50:500",
+            )  # fmt: skip
         _positive("slo", self.slo_s, fix="e.g. --slo 'p99<50ms'")
         if not (isinstance(self.slo_percentile, int | float) and 0 < self.slo_percentile <= 100):
             raise InvalidSpecError(

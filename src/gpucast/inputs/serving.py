@@ -382,7 +382,7 @@ def latency_table_warnings(curve: LatencyCurve, largest_batch: int, flag: str) -
         out.append(
             f"{flag}: batches up to {largest_batch} are served but the table stops at "
             f"{sizes[-1]}: larger ones are priced {how}; measure them "
-            "(gpucast measure infer-curve --batch-sizes ...)"
+            "(gpucast measure infer-curve --batch-sizes ... --csv FILE)"
         )
     falls = [(sizes[k], sizes[k + 1]) for k in range(len(sizes) - 1) if lat[k + 1] < lat[k]]
     if falls:
@@ -664,6 +664,7 @@ def model_profiles(
                 input_bytes=work.input_bytes_per_sample,
                 transfer_s=_transfer_s(work.input_bytes_per_sample, option),
             )
+    _check_tables_used(measured, profiles, [load.name for load in loads], options)
     tables = ", ".join(f"{m}@{s}" for m, s in measured)
     how = f"{engine.engine} efficiencies" if engine is not None else "roofline priors"
     source = (
@@ -671,6 +672,28 @@ def model_profiles(
         f"slice / CPU ({how})" + (f"; measured tables for {tables}" if measured else "")
     )
     return Sourced(profiles, source)
+
+
+def _check_tables_used(
+    measured: Mapping[tuple[str, str], LatencyCurve],
+    profiles: Mapping[tuple[str, str], ModelProfile],
+    models: Sequence[str],
+    options: Sequence[ServerOption],
+) -> None:
+    """A ``--latency-table MODEL@SERVER`` that names no planned model on a searched server
+    would be dropped without a word while the output said it was used: one error instead."""
+    unused = [f"{m}@{s}" for m, s in measured if (m, s) not in profiles]
+    if not unused:
+        return
+    servers = [o.name for o in options]
+    shown = ", ".join(servers[:8]) + (f", ... ({len(servers)})" if len(servers) > 8 else "")
+    raise InvalidSpecError(
+        "latency-table",
+        f"{unused[0]} names no model on a server this plan searches (models: "
+        f"{', '.join(models)}; servers: {shown})",
+        fix=f"spell both as listed, e.g. --latency-table {models[0]}@{servers[0]}=FILE, or "
+        "add the server with --gpu",
+    )
 
 
 # -- arrivals -------------------------------------------------------------------------------

@@ -53,16 +53,17 @@ def _deployments(deployment: Deployment) -> dict[str, ModelDeployment]:
     return out
 
 
-def check_deadlines(deployment: Deployment) -> None:
+def check_deadlines(deployment: Deployment, field: str = "deadline") -> None:
     """One :class:`InvalidSpecError` for the first class whose deadline is shorter than its
-    fastest possible service (no scheduler could meet it)."""
+    fastest possible service (no scheduler could meet it), under ``field`` (the flag the
+    deadlines came from)."""
     for name, dep in _deployments(deployment).items():
         if dep.deadline_s is None:
             continue
         floor = fastest_service_s(dep)
         if dep.deadline_s < floor:
             raise InvalidSpecError(
-                "deadline",
+                field,
                 f"{name}: {dep.deadline_s * 1e3:.3g} ms is shorter than its fastest possible "
                 f"service, {floor * 1e3:.3g} ms (a batch of one on an idle server)",
                 fix=f"give {name} a deadline >= {floor * 1e3:.3g} ms or a faster server",
