@@ -147,6 +147,16 @@ def test_an_option_at_its_built_in_value_is_the_built_in_workload(tmp_path: Path
         "mlp", db=db, workload_options=["hidden=1024,1024", "num_classes=10"], **QUICK
     )
     assert result.measurement.spec.options == () and result.measurement.spec.label == "mlp"
+    note = result.to_dict()["options_note"]
+    assert note.startswith("-o hidden=1024,1024 -o num_classes=10 are mlp's built-in values"), note
+    configured = gpucast.measure_infer(
+        "mlp", db=db, save=False, workload_options=["hidden=8", "num_classes=10"], **QUICK
+    )
+    assert configured.options_note == (
+        "-o num_classes=10 is mlp's built-in value: stored as 'mlp -o hidden=8', which "
+        "calibrates predictions of that configuration"
+    )
+    assert gpucast.measure_infer("mlp", save=False, **QUICK).options_note is None
     with open_store(db) as store:
         (run,) = store.list_runs()
     assert run.workload == "mlp"

@@ -30,6 +30,7 @@ from gpucast.domain.workload import (
     Precision,
     WorkloadOptions,
     WorkloadSpec,
+    option_text,
     practitioner_precision,
     precision_shown,
     workload_options_field,
@@ -450,6 +451,8 @@ class MeasureResult:
     kernels: KernelTrace | None = None
     #: what chose the precision where ``--precision auto`` did (``None`` where it was given)
     precision_note: str | None = None
+    #: ``-o`` options at the workload's built-in values, which the stored run leaves out
+    options_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         if self.measurement is None:
@@ -461,6 +464,8 @@ class MeasureResult:
         out = {**self.measurement.to_dict(), "run_id": self.run_id}
         if self.precision_note is not None:
             out["precision_note"] = self.precision_note
+        if self.options_note is not None:
+            out["options_note"] = self.options_note
         if self.sweep:
             out["power_sweep"] = [p.to_dict() for p in self.sweep]
         if self.kernels is not None:
@@ -545,6 +550,7 @@ def _power_sweep(
         db=db_used,
         sweep=tuple(runs),
         precision_note=one.precision_note,
+        options_note=one.options_note,
     )
 
 
@@ -620,6 +626,22 @@ def _single(
         db=None if store is None else db_path,
         kernels=trace,
         precision_note=request.precision_note(precision, devices),
+        options_note=_options_note(request.workload_options, result.spec),
+    )
+
+
+def _options_note(given: WorkloadOptions, stored: WorkloadSpec) -> str | None:
+    """What a run's stored configuration left out of ``-o``: the options at the workload's
+    built-in values (``workloads.canonical_options``), ``None`` where it left none."""
+    kept = {key for key, _ in stored.options}
+    dropped = [option_text(key, value) for key, value in given if key not in kept]
+    if not dropped:
+        return None
+    are = "is" if len(dropped) == 1 else "are"
+    return (
+        f"-o {' -o '.join(dropped)} {are} {stored.name}'s built-in "
+        f"{'value' if len(dropped) == 1 else 'values'}: stored as {stored.label!r}, which "
+        "calibrates predictions of that configuration"
     )
 
 
@@ -650,4 +672,7 @@ def _distributed(
         db=None if store is None else db_path,
         node_rank=config.node_rank,
         precision_note=request.precision_note(precision, devices),
+        options_note=None
+        if result is None
+        else _options_note(request.workload_options, result.spec),
     )

@@ -247,6 +247,8 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
             err_console.print(escape(trace.energy_note), highlight=False)
     if result.precision_note is not None:
         err_console.print(f"precision: {escape(result.precision_note)}", highlight=False)
+    if result.options_note is not None:
+        err_console.print(f"options: {escape(result.options_note)}", highlight=False)
     print_warnings(m)
     if result.run_id is not None:
         err_console.print(

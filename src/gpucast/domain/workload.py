@@ -440,15 +440,18 @@ def configured_name(name: str, options: WorkloadOptions) -> str:
     roofline is not scaled by another configuration's step: a 4x longer sequence was
     calibrated down by 4x)."""
     name = canonical_workload_name(name)
-    if not options:
-        return name
+    return name + "".join(f" -o {option_text(key, value)}" for key, value in sorted(options))
 
-    def text(value: Any) -> str:
-        if isinstance(value, bool):
-            return str(value).lower()  # as typed: tied=false
-        return ",".join(map(str, value)) if isinstance(value, tuple | list) else str(value)
 
-    return name + "".join(f" -o {key}={text(value)}" for key, value in sorted(options))
+def option_text(key: str, value: Any) -> str:
+    """One workload option as typed after ``-o``: ``hidden=16,8``, ``tied=false``."""
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, tuple | list):
+        text = ",".join(map(str, value))
+    else:
+        text = str(value)
+    return f"{key}={text}"
 
 
 def split_configured_name(text: str) -> tuple[str, WorkloadOptions]:
