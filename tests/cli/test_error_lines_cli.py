@@ -206,6 +206,13 @@ def test_db_after_the_verb_says_it_goes_before(argv: list[str], works: str) -> N
          "e.g. -o hidden=64 (any N >= 1)"),
         (["catalog", "offers", "--provider", "ibm"], "error: provider: unknown provider 'ibm'",
          "e.g. --provider aws"),
+        # QA 38 I #24: an unknown workload had no field in these verbs
+        (["measure", "infer", "nosuch"], "error: workload: unknown workload 'nosuch'",
+         "module:factory"),
+        (["measure", "infer-curve", "nosuch"], "error: workload: unknown workload 'nosuch'",
+         "module:factory"),
+        (["predict", "train", "--workload", "nosuch", "--gpu", "T4", "--batch-size", "32"],
+         "error: workload: unknown workload 'nosuch'", "module:factory"),
     ],
 )  # fmt: skip
 def test_errors_name_the_typed_flag_and_a_fix(argv: list[str], starts: str, fix: str) -> None:
