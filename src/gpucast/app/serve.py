@@ -1937,6 +1937,4 @@ BURST_BUSY_FRACTION = 0.9
 
 def _busiest_stage(result: ServingResult) -> float:
     """The highest busy fraction of any server's GPU or host-path stage over the run."""
-    return max(
-        (max(s.busy_fraction, *s.stages.values()) for s in result.servers), default=1.0
-    )
+    return max((max(s.busy_fraction, *s.stages.values()) for s in result.servers), default=1.0)
