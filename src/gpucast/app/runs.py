@@ -114,12 +114,14 @@ class RunsListResult:
 def runs_list(
     request: RunsListRequest | None = None, /, *, db: Path | str | None = None, **options: Any
 ) -> RunsListResult:
-    """Stored runs, newest first; a store that does not exist yet has none (nothing is created)."""
+    """Stored runs, newest first; a store that does not exist yet (or an empty file) has none
+    (nothing is created or written)."""
     from gpucast.store import Store
+    from gpucast.store.db import no_store_yet
 
     request = resolve(RunsListRequest, request, options)
     path = _db_path(db)
-    if not path.exists():
+    if no_store_yet(path):
         if db is not None or os.environ.get("GPUCAST_DB"):
             _store_folder_exists(path)
         return RunsListResult(runs=(), total=0, store=str(path), store_exists=False)
