@@ -206,6 +206,10 @@ def test_db_after_the_verb_says_it_goes_before(argv: list[str], works: str) -> N
          "e.g. -o hidden=64 (any N >= 1)"),
         (["catalog", "offers", "--provider", "ibm"], "error: provider: unknown provider 'ibm'",
          "e.g. --provider aws"),
+        # QA 38 C #8: the missing --out's example ignored --format
+        (["runs", "export", "--format", "parquet"], "error: out: is required",
+         "e.g. --out runs.parquet"),
+        (["runs", "export"], "error: out: is required", "e.g. --out runs.csv"),
         # QA 38 I #8: a language model's rate in --model NAME:RATE was told to "lower --rate"
         (["plan", "serve", "--model", "llama-3-8b:1e9", "--slo-ttft-ms", "500"],
          "error: model: asks for 60,000,000,000 simulated requests",

@@ -19,6 +19,8 @@ from gpucast.domain.units import count_of
 from gpucast.inputs.workload import measured_name_of
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
 
     from gpucast.store.records import RunSummary, StoredRun
@@ -197,6 +199,17 @@ class RunsExportRequest:
     )
     kind: str | None = option(None, help="Only runs of this kind.", example="measurement")
     workload: str | None = option(None, help=WORKLOAD_HELP, example="resnet50")
+
+    @staticmethod
+    def missing_fix(name: str, given: Mapping[str, Any]) -> str | None:
+        """A missing ``--out``'s example has the suffix of ``--format`` (QA 38 C #8: it said
+        ``e.g. --out runs.csv`` with ``--format parquet``)."""
+        from gpucast.store.db import EXPORT_FORMATS
+
+        chosen = given.get("format")
+        if name != "out" or chosen not in EXPORT_FORMATS:
+            return None
+        return f"e.g. --out runs.{chosen}"
 
     def __post_init__(self) -> None:
         from gpucast.store.db import EXPORT_FORMATS
