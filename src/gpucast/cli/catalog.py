@@ -292,7 +292,8 @@ def mig(
         f"slice price: the GPU's ({result.gpu_price}) split by max(compute/{result.slices[0]}, "
         f"memory/{result.slices[1]}) "
         "over the layout's instances (the profile table's: a GPU filled with that profile "
-        f"alone, price / max); source {result.source_url}",
+        f"alone, price / max); source {result.source_url}"
+        + (f" (as of {result.as_of})" if result.as_of else ""),
         highlight=False,
     )
     console.print(f"slice speed (SM and memory-slice shares): {result.validation.text()}")
