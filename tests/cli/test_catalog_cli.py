@@ -275,3 +275,22 @@ def test_mig_says_how_the_profile_table_prices_a_slice() -> None:
     text = " ".join(result.stdout.split())
     assert "│ 4g.20gb │ 4/7 │ 4/8 │ 20 │ 56 │ 1 │ 0 │ 51.9 │ 50.0 │ 7.0000 │" in text
     assert "(the profile table's: a GPU filled with that profile alone, price / max)" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "key"), [(["gpus"], "gpus"), (["offers", "--gpu", "T4"], "offers")]
+)
+def test_tables_name_their_sources_in_a_footnote(argv: list[str], key: str) -> None:
+    """QA 38 C #10: `catalog gpus` / `offers` tables showed no source (only --json had each
+    row's source_url). A footnote names the sites with their row counts, which add up to the
+    rows shown."""
+    import re
+
+    rows = json.loads(runner.invoke(app, ["catalog", *argv, "--json"]).stdout)[key]
+    text = " ".join(runner.invoke(app, ["catalog", *argv]).stdout.split())
+    note = re.search(r"sources \(rows\): (.*?); each row's source_url in --json", text)
+    assert note is not None, text
+    counts = [int(part.rsplit(" ", 1)[1]) for part in note.group(1).split(", ")]
+    assert sum(counts) == len(rows) and counts == sorted(counts, reverse=True)
+    if key == "offers":
+        assert "github.com/skypilot-org/skypilot-catalog" in note.group(1)
