@@ -93,6 +93,25 @@ def test_show_and_export_on_a_missing_store_create_nothing(tmp_path: Path) -> No
     assert not db.exists()
 
 
+def test_read_verbs_on_an_empty_file_write_nothing_into_it(tmp_path: Path) -> None:
+    """QA 38 C #5: runs list / show / export and report on a 0-byte file turned it into a
+    61 KB store (the schema written by a read). An empty file is read as no store yet, as a
+    missing one is for each verb, and stays 0 bytes."""
+    db = tmp_path / "empty.db"
+    db.touch()
+    listed = gpucast.runs_list(db=db)
+    assert listed.total == 0 and listed.to_dict()["store_exists"] is False
+    with pytest.raises(InvalidInputError, match=r"no store there yet \(the file is empty\)"):
+        gpucast.runs_show(run_id=1, db=db)
+    with pytest.raises(InvalidInputError, match=r"no store there yet \(the file is empty\)"):
+        gpucast.runs_export(out=tmp_path / "x.csv", db=db)
+    with pytest.raises(InvalidSpecError, match=r"^db: no measurement store there"):
+        gpucast.write_report(runs=True, out=tmp_path / "r.html", db=db)
+    with pytest.raises(InvalidInputError, match=r"^campaign: no campaign 'c': no store at"):
+        gpucast.campaign_status(campaign="c", db=db)
+    assert db.stat().st_size == 0 and not (tmp_path / "x.csv").exists()
+
+
 def test_unknown_id_names_the_fix(db: Path) -> None:
     with pytest.raises(InvalidInputError, match=r"^run-id: no run with id 99.*gpucast runs list"):
         gpucast.runs_show(run_id=99, db=db)

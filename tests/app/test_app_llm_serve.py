@@ -859,7 +859,8 @@ def test_llm_serving_refuses_more_requests_than_the_work_ceiling_at_once() -> No
         SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=2, duration_s=1e9)
     # plan serve has no --allow-large (as a CNN's): its error does not offer one
     planned = r"about 2\.0 GiB .*; lower --rate or --duration-s$"
-    with pytest.raises(InvalidSpecError, match=planned):
+    in_model = r"^model: .*about 2\.0 GiB .*; lower the rate in --model llama-3-8b:RATE, or "
+    with pytest.raises(InvalidSpecError, match=in_model + "--duration-s$"):  # QA 38 I #8
         PlanLlmServeRequest(model=f"llama-3-8b:{over}", slo_tpot_ms=50)
     with pytest.raises(InvalidSpecError, match=planned):
         PlanLlmServeRequest(model="llama-3-8b", rate=over, slo_tpot_ms=50)

@@ -310,10 +310,41 @@ def test_predict_cluster_looks_up_fitted_step_times(tmp_path: Path, cluster_json
         "output": str(out),
         "rows": 3,
         "bottlenecks": frame["Bottleneck"].value_counts().to_dict(),
+        "warnings": list(result.warnings),
     }
     speed = frame["Predicted Speed (steps/sec)"]
     # the fitted 1-worker P100/big speed is 2 steps/s: 0.5 s/step, as the second row gives
     assert speed.iloc[0] == pytest.approx(speed.iloc[1])
+
+
+def test_predict_cluster_says_when_the_shards_needed_is_the_search_cap(
+    tmp_path: Path, cluster_json: Path
+) -> None:
+    """QA 38 P: a synchronous PS row wrote `PS Shards Needed` 64, the search's cap, as if 64
+    removed the bottleneck. The column stays numeric; `PS Shards Needed Capped` says the
+    count is the cap (more than 64 needed) and a warning counts such rows."""
+    from gpucast.predict.cluster import MAX_SHARDS_SEARCHED
+
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "Number of Parameters,Number of Tensors,Workers,Parameter Servers,Step Time (s),Strategy\n"
+        "25557032,161,4,1,0.26,ps-sync\n"
+        "25557032,161,4,1,0.26,ps-async\n"
+        "25557032,161,4,0,0.26,allreduce\n"
+    )
+    result = predict_cluster(model=cluster_json, input=rows, output=tmp_path / "o.csv")
+    frame = result.to_frame()
+    assert list(frame["PS Shards Needed"]) == [MAX_SHARDS_SEARCHED, 2, 0]
+    assert list(frame["PS Shards Needed Capped"]) == [True, False, False]
+    (warning,) = result.warnings
+    assert warning.startswith(f"1 row PS-bound even with {MAX_SHARDS_SEARCHED} shards")
+    assert result.to_dict()["warnings"] == [warning]
+    # here no count could help: the workers' own links outlast their compute, and it says so
+    from gpucast.store.models import load_model
+
+    est = load_model(cluster_json).predict(0.26, 4, 1, "ps-sync", param_bytes=1.02e8, n_tensors=161)
+    assert est.breakdown["ps_shards_capped"] == 1.0
+    assert any(n.startswith("no PS shard count removes the bottleneck") for n in est.notes)
 
 
 def test_predict_cluster_unseen_model_names_line_and_column(

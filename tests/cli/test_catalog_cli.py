@@ -166,6 +166,23 @@ def test_mig_json_gives_the_gpu_price_as_a_number() -> None:
     assert given["gpu_price_usd_per_hour"] == 7.0
 
 
+def test_mig_json_dates_its_rows_as_other_catalog_json_does() -> None:
+    """QA 38 C #11: `catalog mig --json` had source_url but no as_of (gpus, offers have it):
+    the data file's dates, per profile and the GPU's latest, and the text's source line."""
+    import csv
+    import io
+    from importlib import resources
+
+    shipped = resources.files("gpucast.catalog").joinpath("data", "mig_profiles.csv").read_text()
+    rows = csv.DictReader(io.StringIO(shipped))
+    dates = {r["name"]: r["as_of"] for r in rows if r["gpu"] == "A100-40GB"}
+    data = json.loads(runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--json"]).stdout)
+    assert {p["name"]: p["as_of"] for p in data["profiles"]} == dates
+    assert data["as_of"] == max(dates.values()) and data["source_url"].startswith("https://")
+    text = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB"]).stdout
+    assert f"(as of {data['as_of']})" in " ".join(text.split())
+
+
 def test_mig_invalid_layout_is_one_line_exit_2() -> None:
     result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb@1"])
     assert result.exit_code == 2
@@ -258,3 +275,22 @@ def test_mig_says_how_the_profile_table_prices_a_slice() -> None:
     text = " ".join(result.stdout.split())
     assert "│ 4g.20gb │ 4/7 │ 4/8 │ 20 │ 56 │ 1 │ 0 │ 51.9 │ 50.0 │ 7.0000 │" in text
     assert "(the profile table's: a GPU filled with that profile alone, price / max)" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "key"), [(["gpus"], "gpus"), (["offers", "--gpu", "T4"], "offers")]
+)
+def test_tables_name_their_sources_in_a_footnote(argv: list[str], key: str) -> None:
+    """QA 38 C #10: `catalog gpus` / `offers` tables showed no source (only --json had each
+    row's source_url). A footnote names the sites with their row counts, which add up to the
+    rows shown."""
+    import re
+
+    rows = json.loads(runner.invoke(app, ["catalog", *argv, "--json"]).stdout)[key]
+    text = " ".join(runner.invoke(app, ["catalog", *argv]).stdout.split())
+    note = re.search(r"sources \(rows\): (.*?); each row's source_url in --json", text)
+    assert note is not None, text
+    counts = [int(part.rsplit(" ", 1)[1]) for part in note.group(1).split(", ")]
+    assert sum(counts) == len(rows) and counts == sorted(counts, reverse=True)
+    if key == "offers":
+        assert "github.com/skypilot-org/skypilot-catalog" in note.group(1)

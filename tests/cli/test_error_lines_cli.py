@@ -206,6 +206,23 @@ def test_db_after_the_verb_says_it_goes_before(argv: list[str], works: str) -> N
          "e.g. -o hidden=64 (any N >= 1)"),
         (["catalog", "offers", "--provider", "ibm"], "error: provider: unknown provider 'ibm'",
          "e.g. --provider aws"),
+        # QA 38 C #8: the missing --out's example ignored --format
+        (["runs", "export", "--format", "parquet"], "error: out: is required",
+         "e.g. --out runs.parquet"),
+        (["runs", "export"], "error: out: is required", "e.g. --out runs.csv"),
+        # QA 38 I #8: a language model's rate in --model NAME:RATE was told to "lower --rate"
+        (["plan", "serve", "--model", "llama-3-8b:1e9", "--slo-ttft-ms", "500"],
+         "error: model: asks for 60,000,000,000 simulated requests",
+         "lower the rate in --model llama-3-8b:RATE, or --duration-s"),
+        (["plan", "serve", "--model", "llama-3-8b", "--rate", "1e9", "--slo-ttft-ms", "500"],
+         "error: rate: asks for 60,000,000,000 simulated requests", "lower --rate or --duration-s"),
+        # QA 38 I #24: an unknown workload had no field in these verbs
+        (["measure", "infer", "nosuch"], "error: workload: unknown workload 'nosuch'",
+         "module:factory"),
+        (["measure", "infer-curve", "nosuch"], "error: workload: unknown workload 'nosuch'",
+         "module:factory"),
+        (["predict", "train", "--workload", "nosuch", "--gpu", "T4", "--batch-size", "32"],
+         "error: workload: unknown workload 'nosuch'", "module:factory"),
     ],
 )  # fmt: skip
 def test_errors_name_the_typed_flag_and_a_fix(argv: list[str], starts: str, fix: str) -> None:

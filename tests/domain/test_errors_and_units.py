@@ -44,7 +44,8 @@ def test_a_far_fetched_name_is_not_suggested() -> None:
     known = ["resnet50", "resnet18", "unet3d", "bert-base"]
     far = UnknownWorkloadError("nope", known)
     assert "did you mean" not in str(far) and far.close_matches == []
-    assert str(far).startswith("unknown workload 'nope': known: bert-base, resnet18")
+    assert str(far).startswith("workload: unknown workload 'nope': known: bert-base, resnet18")
+    assert far.detail.startswith("unknown workload 'nope'")
     assert close_matches("resnt50", known)[0] == "resnet50"
     assert close_matches("RESNET-50", known)[0] == "resnet50"  # case ignored
     assert sorted(close_matches("a100", ["A100-40GB", "A100-80GB", "T4"])) == [

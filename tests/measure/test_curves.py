@@ -120,3 +120,17 @@ def test_real_colocation_in_two_processes(tmp_path: Path) -> None:
         assert all(any(w.startswith(COLOCATED_MARK) for w in m.warnings) for m in res.together)
         assert all(s > 0 for s in res.slowdown())
         assert store.count_runs(kind="measurement", workload="mlp") == 4
+
+
+def test_a_batch_whose_inputs_exceed_the_device_is_refused_before_any_timing() -> None:
+    """QA 38 I #21: `measure infer-curve mlp --batch-sizes 100000000` allocated 313 GB, ran out
+    of memory and exited 1; the refusal names --batch-sizes and comes before the first point."""
+    timed: list[int] = []
+
+    def record(spec: WorkloadSpec, **kw: Any) -> Measurement:
+        timed.append(spec.batch_size)
+        return affine_measure(spec, **kw)
+
+    with pytest.raises(InvalidSpecError, match=r"^batch-sizes: batch size 1,000,000,000 of mlp"):
+        measure_curve("mlp", [1, 10**9], measure_fn=record)
+    assert timed == []

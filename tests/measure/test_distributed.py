@@ -223,3 +223,30 @@ def test_distributed_runs_feed_the_cluster_model() -> None:
     est = model.predict(runs[0].mean_step_s, 4, param_bytes=4e6, n_tensors=6)
     measured = runs[-1].worker_steps_per_s
     assert est.value == pytest.approx(measured, rel=0.35)
+
+
+def test_runs_list_says_what_a_distributed_row_s_samples_per_s_is(tmp_path: Path) -> None:
+    """QA 38 C #22: `runs list`'s column "samples/s (batch/mean)" showed 180.4 for a ddp run
+    whose global batch / mean step is 172.6: a distributed row's figure is the sum over
+    workers of each one's batch / its own mean step. A caption says so where such rows are."""
+    from typer.testing import CliRunner
+
+    from gpucast.cli.app import app
+    from gpucast.store import Store
+    from gpucast.store.campaigns import save_distributed
+
+    m = _fake(3, 0.1, sync=True)
+    slow = replace(m.ranks[2], step_times_s=(0.3, 0.1, 0.1))  # one slow step on one worker
+    m = replace(m, ranks=(*m.ranks[:2], slow, m.ranks[3]))
+    assert m.samples_per_s > 3 * 32 / m.mean_step_s  # the two figures differ
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        save_distributed(store, m)
+    runner = CliRunner()
+    text = " ".join(runner.invoke(app, ["--db", str(db), "runs", "list"]).stdout.split())
+    assert f"{m.samples_per_s:,.1f}" in text
+    assert "distributed rows: batch is per worker; samples/s is the whole run's, the sum" in text
+    plain = tmp_path / "plain.db"
+    with Store(plain) as store:
+        store.save_profile(WorkloadSpec(name="mlp", batch_size=8), {"parameters": 1})
+    assert "distributed rows" not in runner.invoke(app, ["--db", str(plain), "runs", "list"]).stdout

@@ -274,3 +274,22 @@ def test_a_busy_host_is_said_on_a_cpu_measurement(monkeypatch: pytest.MonkeyPatc
     assert any(w.startswith("the host was busy") for w in timed())
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert not any(w.startswith("the host was busy") for w in timed())
+
+
+def test_a_batch_whose_inputs_exceed_the_device_is_refused_as_bad_input() -> None:
+    """QA 38 I #21: a synthetic batch larger than the device's memory is a bad --batch-size
+    (exit 2), found on ``meta`` before anything is allocated -- not a runtime OOM (exit 1)."""
+    from gpucast.measure.devices import check_batch_fits, device_memory_bytes
+    from gpucast.workloads import get_workload
+
+    mlp, cpu = get_workload("mlp"), torch.device("cpu")
+    with pytest.raises(InvalidSpecError, match=r"batch-size: .*synthetic batch alone") as info:
+        measure(WorkloadSpec(name="mlp", batch_size=10**9), max_time_s=0.1, telemetry=False)
+    assert info.value.exit_code == 2 and info.value.fix == "lower --batch-size"
+    # the bound is the device's memory: a batch just under it passes, one above does not
+    inputs, label = mlp.make_batch(1, torch.device("meta"))
+    per_sample = sum(t.numel() * t.element_size() for t in (*inputs, label))
+    fitting = int(device_memory_bytes(cpu) // per_sample)
+    check_batch_fits(mlp, fitting, cpu, flag="batch-size")
+    with pytest.raises(InvalidSpecError):
+        check_batch_fits(mlp, fitting + 1, cpu, flag="batch-size")

@@ -301,12 +301,13 @@ def _status(
 ) -> CampaignStatus:
     from gpucast.measure.campaign import campaign_status as status_of
     from gpucast.measure.campaign import not_started_status
+    from gpucast.store.db import no_store_yet
 
-    if not path.exists() and keys is not None:  # a sweep file never run: every point pending
+    if no_store_yet(path) and keys is not None:  # a sweep file never run: every point pending
         return CampaignStatus.from_dict(
             not_started_status(path, campaign_id, keys, sweep_path=sweep_path)
         )
-    if not path.exists():  # say so without creating an empty store
+    if no_store_yet(path):  # say so without creating (or writing into) a store
         raise InvalidInputError(
             f"campaign: no campaign {campaign_id!r}: no store at {path} yet",
             fix="run it with `gpucast campaign run SWEEP.yaml` first",

@@ -363,6 +363,7 @@ class MigProfileRow:
     compute_share: float
     bandwidth_share: float
     price_usd_per_hour: float | None  # in a layout of this profile alone
+    as_of: str | None = None  # the data file row's date (ISO), None for a profile made in code
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -377,6 +378,8 @@ class MigResult:
     checked_prices_usd_per_hour: tuple[float, ...]
     gpu_price: str  # where the GPU price came from
     source_url: str
+    #: the latest ``as_of`` of the GPU's profile rows (ISO date; None: none dated)
+    as_of: str | None = None
     #: the GPU price the slice prices split (US$/h per GPU), None without one
     gpu_price_usd_per_hour: float | None = None
     validation: Validation  # of a slice's speed from its shares
@@ -401,6 +404,7 @@ class MigResult:
             "gpu_price": self.gpu_price,
             "gpu_price_usd_per_hour": self.gpu_price_usd_per_hour,
             "source_url": self.source_url,
+            "as_of": self.as_of,
             "slice_speed_validation": self.validation.text(),
         }
 
@@ -478,6 +482,7 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
                 else layout_prices_usd_per_hour(
                     price, [p] * p.max_instances, slices=spec.mig_slices
                 )[0],
+                as_of=None if p.as_of is None else p.as_of.isoformat(),
             )
         )
     checked = check_layout(spec, request.layout) if request.layout else None
@@ -499,7 +504,8 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
         checked_prices_usd_per_hour=prices,
         gpu_price=where,
         gpu_price_usd_per_hour=price,
-        source_url=MIG_SOURCE,
+        source_url=", ".join(sorted({p.source_url for p in usable if p.source_url})) or MIG_SOURCE,
+        as_of=max((r.as_of for r in rows if r.as_of is not None), default=None),
         validation=validation_for("mig-slice", [spec.name], "*"),
         slices=spec.mig_slices,
     )

@@ -183,16 +183,24 @@ def _check_deployment_knobs(request: Any) -> None:
 LLM_REQUEST_BYTES = 460
 
 
-def _check_llm_requests(request: Any, rate_rps: float | None, allow_large: bool | None) -> None:
+def _check_llm_requests(
+    request: Any,
+    rate_rps: float | None,
+    allow_large: bool | None,
+    *,
+    field: str = "rate",
+    fix: str = "lower --rate or --duration-s",
+) -> None:
     """Synthetic arrivals (rate x duration, default 60 s) within the work ceiling of
-    :func:`gpucast.domain.limits.check_simulated_requests`; a trace's requests are its rows."""
+    :func:`gpucast.domain.limits.check_simulated_requests`; a trace's requests are its rows.
+    ``field`` / ``fix``: the flag the rate came from (plan serve's ``--model NAME:RATE``)."""
     from gpucast.inputs.llm_serving import DEFAULT_DURATION_S
 
     if request.arrivals.startswith("trace:") or getattr(request, "trace", None) is not None:
         return
     duration_s = DEFAULT_DURATION_S if request.duration_s is None else request.duration_s
     check_simulated_requests(
-        "rate", rate_rps, duration_s, allow_large, bytes_per_request=LLM_REQUEST_BYTES
+        field, rate_rps, duration_s, allow_large, bytes_per_request=LLM_REQUEST_BYTES, fix=fix
     )
 
 
@@ -1046,7 +1054,14 @@ class PlanLlmServeRequest:
         check_jobs(self.jobs)
         _positive("budget-usd-per-hour", self.budget_usd_per_hour, " US$/h")
         _check_deployment_knobs(self)
-        _check_llm_requests(self, self.rate or rate, None)  # no --allow-large, as the CNN's
+        if rate is not None:  # QA 38 I #8: the rate came from --model NAME:RATE, not --rate
+            _check_llm_requests(
+                self, rate, None, field="model",
+                fix=f"lower the rate in --model {self.model.rpartition(':')[0]}:RATE, or "
+                "--duration-s",
+            )  # fmt: skip
+        else:
+            _check_llm_requests(self, self.rate, None)  # no --allow-large, as the CNN's
 
     @property
     def model_rate(self) -> tuple[str, float | None]:

@@ -29,6 +29,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
+from gpucast.domain.units import count_of
 from gpucast.domain.workload import (
     AUTO_PRECISION,
     SOFTWARE_HELP,
@@ -72,6 +73,9 @@ SPEED_OUT_COL = "Predicted Speed (steps/sec)"
 SPEED_LOWER_COL = "Lower (steps/sec)"
 SPEED_UPPER_COL = "Upper (steps/sec)"
 SHARDS_NEEDED_COL = "PS Shards Needed"
+#: true where no count up to the search's cap (64) removes the PS bottleneck: the row's
+#: ``PS Shards Needed`` is then the cap, read "more than 64" (QA 38 P: it read as a need)
+SHARDS_CAPPED_COL = "PS Shards Needed Capped"
 # Column ``predict checkpoint`` adds (with Lower (s) and Upper (s)).
 DURATION_COL = "Predicted Duration (s)"
 
@@ -711,9 +715,16 @@ class PredictClusterResult:
     rows: int
     bottlenecks: dict[str, int]
     frame: pd.DataFrame = field(compare=False, repr=False)
+    #: e.g. that some rows need more PS shards than the search tried
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"output": str(self.output), "rows": self.rows, "bottlenecks": self.bottlenecks}
+        return {
+            "output": str(self.output),
+            "rows": self.rows,
+            "bottlenecks": self.bottlenecks,
+            "warnings": list(self.warnings),
+        }
 
     def to_frame(self) -> pd.DataFrame:
         return self.frame.copy()
@@ -731,7 +742,7 @@ def predict_cluster(
     import pandas as pd
 
     from gpucast.domain.cmdare import GPU_COL, MODEL_COL, STEP_TIME_COL
-    from gpucast.predict.cluster import STRATEGIES, ClusterModel
+    from gpucast.predict.cluster import MAX_SHARDS_SEARCHED, STRATEGIES, ClusterModel
     from gpucast.store.datasets.rows import PS_COL, line_of, read_cluster_rows, text_cell
     from gpucast.store.files import write_csv_atomic
 
@@ -793,13 +804,25 @@ def predict_cluster(
     out[SPEED_UPPER_COL] = pred["upper"].to_numpy()
     out[BOTTLENECK_COL] = pred["bottleneck"].to_numpy()
     out[SHARDS_NEEDED_COL] = np.where(with_ps, pred["ps_shards_needed"].to_numpy(), 0)
+    out[SHARDS_CAPPED_COL] = with_ps & pred["ps_shards_capped"].to_numpy(dtype=bool)
     write_csv_atomic(out, request.output)
     counts = out[BOTTLENECK_COL].astype(str).value_counts()
+    n_capped = int(out[SHARDS_CAPPED_COL].sum())
+    warnings = (
+        (
+            f"{count_of(n_capped, 'row')} PS-bound even with {MAX_SHARDS_SEARCHED} shards (the "
+            f"most searched): {SHARDS_NEEDED_COL!r} {MAX_SHARDS_SEARCHED} there is that cap, not "
+            f"a count that removes the bottleneck ({SHARDS_CAPPED_COL!r} true)",
+        )
+        if n_capped
+        else ()
+    )
     return PredictClusterResult(
         output=request.output,
         rows=len(out),
         bottlenecks={str(k): int(v) for k, v in counts.items()},
         frame=out,
+        warnings=warnings,
     )
 
 

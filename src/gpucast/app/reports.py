@@ -285,11 +285,11 @@ def write_report(
             TrainPlan.from_dict(data, path=str(request.plan)), request.out, field=_OUT
         )
         return ReportResult(out=request.out, what=f"plan {request.plan}")
-    from gpucast.store.db import default_db_path, open_store
+    from gpucast.store.db import default_db_path, no_store_yet, open_store
 
     store = Path(db) if db is not None else default_db_path()
     refuse_overwriting_inputs(request.out, [store], field=_OUT)  # the store it reports
-    if not store.exists():
+    if no_store_yet(store):  # an empty file too: a report writes nothing into it
         raise InvalidSpecError(
             "db",
             "no measurement store there",

@@ -19,6 +19,8 @@ from gpucast.domain.units import count_of
 from gpucast.inputs.workload import measured_name_of
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
 
     from gpucast.store.records import RunSummary, StoredRun
@@ -114,12 +116,14 @@ class RunsListResult:
 def runs_list(
     request: RunsListRequest | None = None, /, *, db: Path | str | None = None, **options: Any
 ) -> RunsListResult:
-    """Stored runs, newest first; a store that does not exist yet has none (nothing is created)."""
+    """Stored runs, newest first; a store that does not exist yet (or an empty file) has none
+    (nothing is created or written)."""
     from gpucast.store import Store
+    from gpucast.store.db import no_store_yet
 
     request = resolve(RunsListRequest, request, options)
     path = _db_path(db)
-    if not path.exists():
+    if no_store_yet(path):
         if db is not None or os.environ.get("GPUCAST_DB"):
             _store_folder_exists(path)
         return RunsListResult(runs=(), total=0, store=str(path), store_exists=False)
@@ -195,6 +199,17 @@ class RunsExportRequest:
     )
     kind: str | None = option(None, help="Only runs of this kind.", example="measurement")
     workload: str | None = option(None, help=WORKLOAD_HELP, example="resnet50")
+
+    @staticmethod
+    def missing_fix(name: str, given: Mapping[str, Any]) -> str | None:
+        """A missing ``--out``'s example has the suffix of ``--format`` (QA 38 C #8: it said
+        ``e.g. --out runs.csv`` with ``--format parquet``)."""
+        from gpucast.store.db import EXPORT_FORMATS
+
+        chosen = given.get("format")
+        if name != "out" or chosen not in EXPORT_FORMATS:
+            return None
+        return f"e.g. --out runs.{chosen}"
 
     def __post_init__(self) -> None:
         from gpucast.store.db import EXPORT_FORMATS

@@ -188,9 +188,9 @@ def _from_runs(ids: tuple[int, ...], db: Path) -> tuple[list[float], str, str | 
     they are, and a warning when some ran on one device (their spread is then run-to-run
     noise, not one GPU against another)."""
     from gpucast.domain.measurement import Measurement
-    from gpucast.store.db import Store
+    from gpucast.store.db import Store, no_store_yet
 
-    if not db.exists():
+    if no_store_yet(db):
         raise InvalidSpecError(
             "runs", f"no store at {db}", fix="measure each GPU first (gpucast measure train)"
         )

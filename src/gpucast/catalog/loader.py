@@ -98,8 +98,8 @@ def parse_mig_profiles(text: str, path: str) -> dict[str, list[MigProfile]]:
                 line=line,
                 column="compute_slices",
             )
-        require_text(row["source_url"], path=path, line=line, column="source_url")
-        parse_date(row["as_of"], path=path, line=line, column="as_of")
+        source_url = require_text(row["source_url"], path=path, line=line, column="source_url")
+        as_of = parse_date(row["as_of"], path=path, line=line, column="as_of")
         memory_slices = _optional_int(row, "memory_slices", path, line, maximum=8)
         placements = _placements(row.get("placements", ""), path, line)
         width = memory_slices or 1
@@ -125,6 +125,8 @@ def parse_mig_profiles(text: str, path: str) -> dict[str, list[MigProfile]]:
                 memory_slices=memory_slices,
                 sm_count=_optional_int(row, "sm_count", path, line),
                 placements=placements,
+                source_url=source_url,
+                as_of=as_of,
             )
         )
     return out

@@ -24,6 +24,7 @@ from gpucast.app.catalog import (
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
 from gpucast.domain.units import count_of
+from gpucast.report.captions import add_columns, sources_caption
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -36,23 +37,16 @@ def _fmt(value: float | None, spec: str = "g") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _columns(
-    table: Table, names: tuple[str, ...], *, left: tuple[str, ...], no_wrap: tuple[str, ...] = ()
-) -> None:
-    """``names`` as the table's columns: those in ``left`` left-aligned, the rest right."""
-    for name in names:
-        table.add_column(name, justify="left" if name in left else "right", no_wrap=name in no_wrap)
-
-
 def gpus_table(result: GpusResult) -> Table:
     table = Table(
         title="GPU specs (dense peak TFLOP/s)",
         caption="FP32 a (b): the datasheet's a counts lanes shared with INT32 or dual-issued; "
-        "predictions price FP32 work at the dedicated lanes' b",
+        "predictions price FP32 work at the dedicated lanes' b\n"
+        + sources_caption([g.source_url for g in result.gpus]),
     )
     names = ("GPU", "FP32", "TF32", "FP16", "BF16", "FP8", "Mem GiB", "BW GB/s", "Link GB/s",
              "PCIe", "TDP W", "SMs", "MIG", "as of")  # fmt: skip
-    _columns(table, names, left=("GPU", "MIG"), no_wrap=("GPU",))
+    add_columns(table, names, left=("GPU", "MIG"), no_wrap=("GPU",))
     for g in result.gpus:
         table.add_row(
             g.name,
@@ -79,7 +73,7 @@ def offers_table(result: OffersResult) -> Table:
     table = Table(title=f"{len(found)} offers (prices USD/h; snapshot {result.snapshot_date})")
     names = ("provider", "region", "instance type", "GPU", "#", "vCPU", "mem GiB", "net Gbit/s",
              "on-demand", "spot", "as of")  # fmt: skip
-    _columns(
+    add_columns(
         table,
         names,
         left=("provider", "region", "instance type", "GPU", "as of"),
@@ -99,11 +93,13 @@ def offers_table(result: OffersResult) -> Table:
             _fmt(o.spot_usd_per_hour, ".4f"),
             o.as_of.isoformat() + (" (estimated)" if o.price_estimated else ""),
         )
+    notes = [sources_caption([o.source_url for o in found])] if found else []
     if any(o.price_estimated for o in found):
-        table.caption = (
+        notes.append(
             "(estimated): prices not read from any source -- refresh them with "
             "`gpucast catalog import-skypilot`"
         )
+    table.caption = "\n".join(notes) or None
     return table
 
 
@@ -159,7 +155,7 @@ def systems(
     table = Table(title=f"{len(result.systems)} node shapes (catalog/data/systems.csv)")
     names = ("name", "GPU", "GPUs", "inside a node", "GB/s per GPU", "network", "Gbit/s",
              "as of")  # fmt: skip
-    _columns(
+    add_columns(
         table, names, left=("name", "GPU", "inside a node", "network", "as of"), no_wrap=("name",)
     )
     for n in result.systems:
@@ -246,7 +242,7 @@ def mig_table(result: MigResult) -> Table:
     table = Table(title=f"MIG profiles of {result.gpu} (shares of the whole GPU)")
     names = ("profile", "compute", "memory", "GiB", "SMs", "max", "starts", "SM %", "BW %",
              "US$/h")  # fmt: skip
-    _columns(table, names, left=("profile", "starts"))
+    add_columns(table, names, left=("profile", "starts"))
     compute, memory = result.slices
     for p in result.profiles:
         table.add_row(
@@ -292,7 +288,8 @@ def mig(
         f"slice price: the GPU's ({result.gpu_price}) split by max(compute/{result.slices[0]}, "
         f"memory/{result.slices[1]}) "
         "over the layout's instances (the profile table's: a GPU filled with that profile "
-        f"alone, price / max); source {result.source_url}",
+        f"alone, price / max); source {result.source_url}"
+        + (f" (as of {result.as_of})" if result.as_of else ""),
         highlight=False,
     )
     console.print(f"slice speed (SM and memory-slice shares): {result.validation.text()}")

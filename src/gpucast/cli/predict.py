@@ -182,6 +182,7 @@ def cluster(
     from gpucast.app import predict_cluster
 
     result = predict_cluster(request)
+    print_warnings(result.warnings)
     emit_result(
         result.to_dict(),
         f"predicted {count_of(result.rows, 'row')} -> {result.output}",

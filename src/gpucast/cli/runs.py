@@ -25,6 +25,7 @@ app = typer.Typer(
 
 
 def runs_table(result: RunsListResult) -> Table:
+    from gpucast.store.campaigns import DISTRIBUTED_KIND
     from gpucast.store.coldstart import COLDSTART_KIND
 
     runs, total = result.runs, result.total
@@ -60,6 +61,12 @@ def runs_table(result: RunsListResult) -> Table:
             r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             escape(r.host or "-"),
         )
+    if any(r.kind == DISTRIBUTED_KIND for r in runs):  # QA 38 C #22
+        table.caption = (
+            "distributed rows: batch is per worker; samples/s is the whole run's, the sum over "
+            "workers of each one's batch / its own mean step (not batch / the run's mean step)"
+        )
+        table.caption_justify = "left"
     return table
 
 

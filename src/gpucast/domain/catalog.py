@@ -46,6 +46,10 @@ class MigProfile:
     sm_count: int | None = None
     #: the start offsets (in memory slices) NVIDIA allows; () when not published
     placements: tuple[int, ...] = ()
+    #: where the row's facts come from and when they were read (the data file's row; a
+    #: profile built in code has none); not part of the profile's identity
+    source_url: str = field(default="", compare=False)
+    as_of: date | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.compute_slices < 1 or self.max_instances < 1:

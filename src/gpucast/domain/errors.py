@@ -128,7 +128,10 @@ class UnknownNameError(InvalidInputError):
             hint = "none known"
         what = kind or self.kind
         field = field or self.default_field
-        super().__init__(f"{field + ': ' if field else ''}unknown {what} {name!r}: {hint}", fix=fix)
+        detail = f"unknown {what} {name!r}: {hint}"
+        super().__init__(f"{field + ': ' if field else ''}{detail}", fix=fix)
+        #: the message without the field, for a caller that names the field its own way
+        self.detail = detail
         self.name = name
         self.close_matches = close
 
@@ -150,6 +153,8 @@ class UnknownProviderError(UnknownNameError):
 
 class UnknownWorkloadError(UnknownNameError):
     kind = "workload"
+    # QA 38 I #24: measure infer / infer-curve / predict train read "unknown workload ..."
+    default_field = "workload"
 
 
 class UnknownModelError(UnknownNameError):

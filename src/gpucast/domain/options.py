@@ -331,7 +331,10 @@ def build(cls: type[T], values: Mapping[str, Any], *, where: str | None = None) 
         kwargs[f.name] = convert(f, value)
     for f in fields_of(cls):
         if f.required and f.name not in kwargs:
-            raise InvalidSpecError(f.flag, "is required", fix=_fix(f))
+            # a request may give an example that follows the other options (``missing_fix``)
+            missing_fix = getattr(cls, "missing_fix", None)
+            fix = missing_fix(f.name, kwargs) if missing_fix is not None else None
+            raise InvalidSpecError(f.flag, "is required", fix=fix or _fix(f))
     return cls(**kwargs)
 
 

@@ -17,7 +17,7 @@ from gpucast.domain.kernels import KernelTrace
 from gpucast.domain.limits import MAX_SAMPLES
 from gpucast.domain.measurement import MODES, EnergySummary, Measurement, TelemetrySummary
 from gpucast.domain.workload import Mode, WorkloadSpec
-from gpucast.measure.devices import device_label, resolve_device
+from gpucast.measure.devices import check_batch_fits, device_label, resolve_device
 from gpucast.measure.energy import (
     NO_NVML_ENERGY_COUNTER,
     POWERCAP_ROOT,
@@ -343,6 +343,7 @@ def _measure(
 
     spec = canonical_spec(spec)  # stored under the name predictions look it up by
     chosen = workload if workload is not None else get_workload(spec.name, **dict(spec.options))
+    check_batch_fits(chosen, spec.batch_size, torch_device, flag="batch-size")
     with _translate_failures(spec, checked_mode, device_label(torch_device)):
         runner = make_step(chosen, spec, checked_mode, torch_device)
     noise, noise_notes = None, ()

@@ -198,7 +198,9 @@ def load_sweep(
     for item, name in zip(_items(nodes["workloads"][1]), fields["workloads"], strict=True):
         try:
             check_workload(name)
-        except (UnknownWorkloadError, InvalidSpecError) as exc:
+        except UnknownWorkloadError as exc:  # the key names the field: no "workload: " twice
+            raise _bad(path, item, "workloads", exc.detail, fix=exc.fix) from None
+        except InvalidSpecError as exc:  # its field is the option's ("depth: ..."): kept
             raise _bad(path, item, "workloads", exc.message, fix=exc.fix) from None
     if "devices" in nodes:
         for item, device in zip(_items(nodes["devices"][1]), fields["devices"], strict=True):

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import torch
 
 from gpucast.domain.errors import DeviceUnavailableError, InvalidSpecError
+from gpucast.domain.limits import format_bytes
+
+if TYPE_CHECKING:
+    from gpucast.workloads.base import Workload
 
 _DEVICE = re.compile(r"^(cpu|cuda|auto)(?::(\d+))?$")
 NO_CUDA_FIX = "use --device cpu or install a CUDA build of torch"
@@ -67,3 +72,34 @@ def synchronize(device: torch.device) -> None:
     """Wait for all queued work on ``device`` (a no-op on the CPU)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def device_memory_bytes(device: torch.device) -> float:
+    """All the memory ``device`` has: a GPU's total memory, the host's physical memory."""
+    if device.type == "cuda":
+        return float(torch.cuda.get_device_properties(device).total_memory)
+    import psutil
+
+    return float(psutil.virtual_memory().total)
+
+
+def check_batch_fits(
+    workload: Workload, batch_size: int, device: torch.device, *, flag: str
+) -> None:
+    """Refuse a batch size whose synthetic batch alone exceeds ``device``'s memory (QA 38 I
+    #21: ``--batch-sizes 100000000`` tried to allocate 313 GB and failed as a runtime error).
+    The batch is made on ``meta`` (shapes only), so nothing is allocated to find out; the model,
+    its activations and gradients come on top, so a batch that passes may still not fit."""
+    from torch.utils._pytree import tree_flatten
+
+    leaves, _ = tree_flatten(workload.make_batch(batch_size, torch.device("meta")))
+    batch_bytes = sum(t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor))
+    capacity = device_memory_bytes(device)
+    if batch_bytes > capacity:
+        raise InvalidSpecError(
+            flag,
+            f"batch size {batch_size:,} of {workload.name} needs {format_bytes(batch_bytes)} "
+            f"for its synthetic batch alone, more than the {format_bytes(capacity)} of memory "
+            f"on {device_label(device)}",
+            fix=f"lower --{flag}",
+        )

@@ -60,7 +60,10 @@ FRAME_COLUMNS: tuple[str, ...] = (
     "n_tensors",
 )
 
-_MAX_SHARDS_SEARCHED = 64
+#: PS shard counts searched for the one that removes a PS bottleneck; a row no count up to it
+#: helps reports this cap as its need, flagged ``ps_shards_capped`` ("more than 64")
+MAX_SHARDS_SEARCHED = 64
+_MAX_SHARDS_SEARCHED = MAX_SHARDS_SEARCHED
 _PS_ROUND_TRIPS_PER_STEP = 2.0  # pull parameters, push gradients
 
 
@@ -434,13 +437,15 @@ class ClusterModel(Estimator):
         bottleneck = ps_term if util >= threshold else "compute"
         notes = [f"busiest PS shard utilisation {util:.0%}"]
         needed = shards
+        found: int | None = shards  # None: no shard count up to the cap removes the bottleneck
         if bottleneck != "compute":
             more, *_ = self._async_speed(steps, shards + 1, ctx)
             notes.append(f"add 1 PS shard: {100 * (more / speed - 1):+.0f}% speed")
-            needed = self._shards_needed(
+            found = self._shards_needed(
                 lambda k: self._async_speed(steps, k, ctx)[1] < threshold, shards
             )
-            notes.append(_shards_note(needed, shards))
+            notes.append(_shards_note(found, shards))
+            needed = _MAX_SHARDS_SEARCHED if found is None else found
         naive = float(np.sum(1.0 / steps))
         notes.append(f"naive n x single worker would say {naive:.4g} steps/s")
         latency = float(comm.ps_step_latency_s(push, pull, self._worker_transfer_s(ctx)))
@@ -453,6 +458,7 @@ class ClusterModel(Estimator):
             "ps_latency_s": latency,
             "ps_utilization": util,
             "ps_shards_needed": float(needed),
+            "ps_shards_capped": float(found is None),
         }
         return self._estimate(speed, bottleneck, breakdown, notes, validated=True)
 
@@ -472,17 +478,26 @@ class ClusterModel(Estimator):
         bottleneck = ps_term if ps_time(shards) > slowest else "compute"
         notes = ["synchronous: every step waits for the slowest worker"]
         needed = shards
+        found: int | None = shards  # None: no shard count up to the cap removes the bottleneck
         if bottleneck != "compute":
             faster = n / (slowest + ps_time(shards + 1))
             notes.append(f"add 1 PS shard: {100 * (faster / speed - 1):+.0f}% speed")
-            needed = self._shards_needed(lambda k: ps_time(k) <= slowest, shards)
-            notes.append(_shards_note(needed, shards))
+            found = self._shards_needed(lambda k: ps_time(k) <= slowest, shards)
+            if found is None and 2.0 * worker_s > slowest:  # no shard count can help
+                notes.append(
+                    "no PS shard count removes the bottleneck: a worker's own link takes "
+                    f"{2e3 * worker_s:.3g} ms to push and pull, more than its compute"
+                )
+            else:
+                notes.append(_shards_note(found, shards))
+            needed = _MAX_SHARDS_SEARCHED if found is None else found
         breakdown = {
             "compute_s": slowest,
             "ps_network_s": n * pull,
             "ps_cpu_s": n * (push - pull),
             "step_time_s": step,
             "ps_shards_needed": float(needed),
+            "ps_shards_capped": float(found is None),
         }
         return self._estimate(speed, bottleneck, breakdown, notes, validated=False)
 
@@ -541,11 +556,12 @@ class ClusterModel(Estimator):
         return self._estimate(speed, bottleneck, breakdown, notes, validated=False)
 
     @staticmethod
-    def _shards_needed(ok: Any, start: int) -> int:
+    def _shards_needed(ok: Any, start: int) -> int | None:
+        """The fewest shards from ``start`` that ``ok``; None: none up to the search's cap."""
         for k in range(start, _MAX_SHARDS_SEARCHED + 1):
             if ok(k):
                 return k
-        return _MAX_SHARDS_SEARCHED
+        return None
 
     def _estimate(
         self,
@@ -644,6 +660,7 @@ class ClusterModel(Estimator):
         upper = np.empty(n_rows)
         bottleneck = np.empty(n_rows, dtype=object)
         needed = shards.copy()
+        capped = np.zeros(n_rows, dtype=bool)  # no count up to the cap removes the bottleneck
         is_async = strategy == "ps-async"
         if is_async.any():
             sel = is_async
@@ -680,6 +697,7 @@ class ClusterModel(Estimator):
                     break
             need = np.where(still, float(_MAX_SHARDS_SEARCHED), need)
             needed[sel] = need
+            capped[sel] = still
         includes_ps = (
             frame["step_includes_ps"].to_numpy(dtype=bool)
             if "step_includes_ps" in frame.columns
@@ -701,6 +719,7 @@ class ClusterModel(Estimator):
             speed[i], lower[i], upper[i] = est.value, est.lower, est.upper
             bottleneck[i] = est.bottleneck
             needed[i] = est.breakdown.get("ps_shards_needed", shards[i])
+            capped[i] = bool(est.breakdown.get("ps_shards_capped", 0.0))
         return pd.DataFrame(
             {
                 "speed_steps_per_s": speed,
@@ -708,6 +727,7 @@ class ClusterModel(Estimator):
                 "upper": upper,
                 "bottleneck": bottleneck,
                 "ps_shards_needed": needed.astype(np.int64),
+                "ps_shards_capped": capped,
             },
             index=frame.index,
         )
@@ -786,8 +806,8 @@ def _as_step_times(single: float | Sequence[float], workers: int | None) -> Floa
     return steps
 
 
-def _shards_note(needed: int, shards: int) -> str:
-    if needed >= _MAX_SHARDS_SEARCHED:
+def _shards_note(needed: int | None, shards: int) -> str:
+    if needed is None:
         return f"even {_MAX_SHARDS_SEARCHED} PS shards leave the PS the bottleneck"
     return f"{needed} PS shards ({needed - shards} more) remove the PS bottleneck"
 

@@ -121,13 +121,15 @@ class Store:
     def open(self, *, create: bool = True) -> Store:
         """Create the folder, connect, and bring the schema up to date. Returns ``self``.
 
-        With ``create=False`` a missing file is an error instead of a new, empty store.
+        With ``create=False`` a missing or empty file is an error instead of a new, empty
+        store (:func:`no_store_yet`): nothing is written.
         """
         if self._conn is not None:
             return self
-        if not create and not self.path.exists():
+        if not create and no_store_yet(self.path):
+            empty = " (the file is empty)" if self.path.exists() else ""
             raise InvalidInputError(
-                f"--db {self.path}: no store there yet",
+                f"--db {self.path}: no store there yet{empty}",
                 fix="measure something first (gpucast measure train WORKLOAD) or pass --db",
             )
         self._check_file()
@@ -632,6 +634,14 @@ def default_db_path() -> Path:
     data_home = os.environ.get("XDG_DATA_HOME")
     base = Path(data_home).expanduser() if data_home else Path.home() / ".local" / "share"
     return base / "gpucast" / "gpucast.db"
+
+
+def no_store_yet(path: Path) -> bool:
+    """Whether ``path`` holds no store yet: no file, or an empty one (a touched file, or one
+    another process is creating). A read verb treats both alike and writes neither (QA 38 C
+    #5: ``runs list`` on a 0-byte file wrote a 61 KB schema into it); a folder is not
+    "no store yet" (opening it says it is a folder)."""
+    return not path.exists() or (path.is_file() and path.stat().st_size == 0)
 
 
 def open_store(path: Path | str | None = None) -> Store:

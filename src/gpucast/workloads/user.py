@@ -257,8 +257,10 @@ def load_user_workload(name: str, **options: Any) -> Workload:
         return instance
 
     def make_batch(batch_size: int, device: torch.device) -> Batch:
+        # resized on ``device``: on ``meta`` a batch of any size allocates nothing (the check
+        # that a measured batch fits the device makes one there)
         inputs = tuple(
-            _materialise(resize_batch(t, batch_size), device, clone=False) for t in example
+            resize_batch(_materialise(t, device, clone=False), batch_size) for t in example
         )
         return inputs, None
 
