@@ -320,7 +320,13 @@ def serving_model(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.predict.llm_infer import iteration_cost, predict_inference, smallest_fitting_tp
+    from gpucast.predict.llm_infer import (
+        iteration_cost,
+        lighter_text,
+        node_degrees,
+        predict_inference,
+        smallest_fitting_tp,
+    )
 
     spec = llm_model(model)
     catalog = load_catalog()
@@ -331,13 +337,16 @@ def serving_model(
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)
     longest_out = max(1, min(longest_out, spec.max_context - longest_in))
+    largest = largest_node_gpus(gpu_spec.name)
     if tp is None:
         used = smallest_fitting_tp(
             spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
-            precision=precision, kv_precision=kv_precision, node=node,
+            precision=precision, kv_precision=kv_precision, node=node, node_gpus=largest,
         )  # fmt: skip
         tp_source = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and the longest request"
-        check_tp_within_node(gpu_spec.name, used, model=spec.name)
+        check_tp_within_node(
+            gpu_spec.name, used, model=spec.name, weights=precision or engine.default_precision
+        )
     else:
         used = tp
         tp_source = "given"
@@ -350,7 +359,8 @@ def serving_model(
 
             need = smallest_fitting_tp(
                 spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
-                precision=precision, kv_precision=kv_precision, node=node,
+                precision=precision, kv_precision=kv_precision, node=node, node_gpus=largest,
+                choices=node_degrees(largest),
             )  # fmt: skip
             raise InvalidSpecError(
                 "tp",
@@ -358,7 +368,7 @@ def serving_model(
                 f"{engine.display_name}: {one.memory.weights_bytes / GIB:.1f} GiB of weights "
                 f"per GPU, {one.memory.capacity_bytes / GIB:.1f} GiB available",
                 got=tp,
-                fix=f"use --tp {need} (or --precision int8 / int4)",
+                fix=f"use --tp {need}{lighter_text(one.precision)}",
             )
     cost = iteration_cost(
         spec, gpu_spec, engine, tp=used, precision=precision, kv_precision=kv_precision,
@@ -599,7 +609,9 @@ def largest_node_gpus(gpu: str) -> int:
     return max(sizes, default=0)
 
 
-def check_tp_within_node(gpu: str, tp: int | None, *, model: str | None = None) -> None:
+def check_tp_within_node(
+    gpu: str, tp: int | None, *, model: str | None = None, weights: str = "fp16"
+) -> None:
     """One clear error where ``tp`` is more GPUs of type ``gpu`` (a canonical name) than any
     node of the catalog holds (its instances offered, ``systems.csv``): its links are priced
     at the node's, which a group spanning two nodes does not have -- the rule ``plan serve``
@@ -621,7 +633,8 @@ def check_tp_within_node(gpu: str, tp: int | None, *, model: str | None = None) 
             "gpu",
             f"{model} needs {tp} x {gpu} to hold it (the fewest of 1, 2, 4, 8: the --tp "
             f"default), but {where}",
-            fix="use a GPU with more memory, or fewer bytes per weight (--precision int4)",
+            fix="use a GPU with more memory"
+            + (", or fewer bytes per weight (--precision int4)" if weights != "int4" else ""),
         )
 
 

@@ -660,7 +660,7 @@ def llm_gpu_function(
     from gpucast.catalog.llm import llm_model
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.units import GIB
-    from gpucast.inputs.llm_serving import node_links
+    from gpucast.inputs.llm_serving import largest_node_gpus, node_links
     from gpucast.predict.llm_infer import (
         predict_inference,
         request_latency_s,
@@ -689,12 +689,13 @@ def llm_gpu_function(
     try:
         tp = smallest_fitting_tp(
             spec, gpu, engine, input_len=int(inp[longest]), output_len=int(out[longest]),
-            node=node,
+            node=node, node_gpus=largest_node_gpus(gpu.name),
         )  # fmt: skip
     except NoFeasiblePlanError as exc:  # its fix names --precision, which these verbs lack
         raise InvalidSpecError(
-            "models", exc.message, fix="pick a GPU with more memory (--gpu) or a smaller model"
-        ) from None
+            "models", exc.message.removeprefix("gpu: "),
+            fix="pick a GPU with more memory (--gpu) or a smaller model",
+        ) from None  # fmt: skip
     one = predict_inference(
         spec, gpu, engine, batch_size=1, input_len=int(inp[longest]),
         output_len=int(out[longest]), tp=tp, node=node,
