@@ -230,6 +230,54 @@ def test_a_trace_without_tokens_draws_its_lengths(tmp_path: Path) -> None:
     assert out.to_dict()["sources"]["lengths"].startswith("prompt uniform:100:400")
 
 
+def test_an_arrival_s_trace_with_token_columns_replays_its_tokens(tmp_path: Path) -> None:
+    """QA 38 N #4: a trace of one's own (arrival_s plus prompt_tokens,output_tokens or the
+    Azure trace's ContextTokens,GeneratedTokens) had its token columns ignored, every request
+    served as 1024 + 256 tokens (a 9,000-token prompt too); now they are replayed, and a
+    trace without them says its lengths were drawn."""
+    for prompt, output in (
+        ("prompt_tokens", "output_tokens"),
+        ("ContextTokens", "GeneratedTokens"),
+    ):
+        path = tmp_path / f"{prompt}.csv"
+        rows = [f"{0.5 * i},{100 + i},{20 + i}" for i in range(9)] + ["4.5,9000,10"]
+        path.write_text(f"arrival_s,{prompt},{output}\n" + "\n".join(rows) + "\n")
+        out = gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}"
+        )
+        req = out.serving.requests
+        assert list(req.input_tokens[:3]) == [100, 101, 102] and list(req.output_tokens[:3]) == [
+            20,
+            21,
+            22,
+        ]
+        sources = out.to_dict()["sources"]
+        assert sources["lengths"] == "from the trace"
+        assert out.to_dict()["dropped"] == 1  # the 9,000-token prompt: beyond the 8,192 context
+    plain = tmp_path / "plain.csv"
+    plain.write_text("arrival_s\n0\n0.5\n")
+    out = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{plain}")
+    assert out.to_dict()["sources"]["lengths"].endswith("(drawn: plain.csv has no token columns)")
+
+
+def test_length_flags_a_token_trace_would_not_use_are_refused(tmp_path: Path) -> None:
+    """QA 38 N #3: --input-len with the Azure trace was dropped without a word (`lengths: from
+    the trace`); now it is one line naming the flag, in simulate serve and plan serve."""
+    path = _trace(tmp_path, _rows(10))
+    with pytest.raises(InvalidInputError) as caught:
+        gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", input_len="100"
+        )
+    text = str(caught.value)
+    assert text.startswith("input-len: is not used: trace.csv gives each request's prompt")
+    assert "drop --input-len" in text and "\n" not in text
+    with pytest.raises(InvalidInputError, match=r"^output-len: is not used"):
+        gpucast.plan_llm_serve(
+            model="llama-3-8b", gpu=["H100-SXM"], trace=str(path), output_len="10",
+            slo_tpot_ms=50,
+        )  # fmt: skip
+
+
 def test_trace_options_are_checked(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="time-scale: applies to a trace"):
         gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=1, time_scale=2)

@@ -275,9 +275,9 @@ class SimulateLlmServeRequest:
     )
     arrivals: str = option(
         "poisson",
-        help="poisson | constant | bursty | trace:FILE (an Azure LLM trace, with its token "
-        "counts; an Azure Functions trace or an arrival_s CSV, lengths from --input-len and "
-        "--output-len).",
+        help="poisson | constant | bursty | trace:FILE (an Azure LLM trace or an arrival_s CSV "
+        "with prompt_tokens,output_tokens columns: its token counts; an Azure Functions trace "
+        "or an arrival_s CSV alone: lengths from --input-len and --output-len).",
         example="trace:AzureLLMInferenceTrace_conv.csv",
     )
     rate: float | None = option(
@@ -538,6 +538,18 @@ def llm_validation(engine: str, gpu: str, precision: str, tp: int) -> dict[str, 
     }
 
 
+def _given_lengths(request: Any) -> tuple[str, ...]:
+    """The flags of ``--input-len`` / ``--output-len`` set to other than their defaults."""
+    import dataclasses
+
+    defaults = {f.name: f.default for f in dataclasses.fields(request)}
+    return tuple(
+        name.replace("_", "-")
+        for name in ("input_len", "output_len")
+        if getattr(request, name) != defaults[name]
+    )
+
+
 def _scheduler(request: Any, engine_max_seqs: int) -> Any:
     from gpucast.domain.llm_serving import SchedulerConfig
 
@@ -582,6 +594,7 @@ def simulate_llm_serve(
         return inputs.llm_traffic(
             arrivals, spec=spec, rate_rps=rate, duration_s=span, time_scale=request.time_scale,
             input_len=lengths[0], output_len=lengths[1], seed=request.seed,
+            given_lengths=_given_lengths(request),
         )  # fmt: skip
 
     duration = inputs.DEFAULT_DURATION_S if request.duration_s is None else request.duration_s
@@ -940,7 +953,9 @@ class PlanLlmServeRequest:
     )  # fmt: skip
     rate: float | None = option(None, help="Requests/s (a trace: rescaled to it).", example="5")
     trace: Path | None = option(
-        None, help="Azure LLM trace (its token counts), arrival_s CSV or Azure Functions.",
+        None,
+        help="Azure LLM trace (its token counts), arrival_s CSV (with prompt_tokens,"
+        "output_tokens: its token counts) or Azure Functions.",
         example="AzureLLMInferenceTrace_conv.csv",
     )  # fmt: skip
     arrivals: str = option(
@@ -1234,7 +1249,7 @@ def plan_llm_serve(
         time_scale=request.time_scale,
         input_len=parse_token_lengths(request.input_len, "input-len"),
         output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
-        field="trace", window_s=PLAN_TRACE_WINDOW_S,
+        field="trace", window_s=PLAN_TRACE_WINDOW_S, given_lengths=_given_lengths(request),
     )  # fmt: skip
     offers = inputs.gpu_offers(
         gpus=request.gpus, providers=request.providers, regions=request.regions,

@@ -104,11 +104,14 @@ def llm_traffic(
     seed: int,
     field: str = "arrivals",
     window_s: float | None = None,
+    given_lengths: tuple[str, ...] = (),
 ) -> LlmTraffic:
     """Requests for serving ``spec`` (module docstring). A trace is replayed ``time_scale``
     times faster or rescaled to ``rate_rps``, then cut at ``duration_s`` when given, else to
     its busiest ``window_s`` seconds when given (:func:`gpucast.inputs.serving.busiest_part`),
-    else whole; synthetic arrivals run ``duration_s`` (default 60 s) at ``rate_rps``."""
+    else whole; synthetic arrivals run ``duration_s`` (default 60 s) at ``rate_rps``.
+    ``given_lengths``: the length flags the user set, refused with a trace that gives each
+    request's tokens (they would go unused)."""
     from gpucast.inputs import serving as cnn_inputs
     from gpucast.simulate import arrivals as gen
     from gpucast.simulate.llm_serving import offered_rps
@@ -159,6 +162,13 @@ def llm_traffic(
             field=field,
         )  # fmt: skip
         warnings += notes
+        if given_lengths and not drawn:
+            flags = " and ".join(f"--{flag}" for flag in given_lengths)
+            raise InvalidSpecError(
+                given_lengths[0],
+                f"is not used: {path.name} gives each request's prompt and output tokens",
+                fix=f"drop {flags}, or replay a trace without token columns (arrival_s only)",
+            )
         if time_scale is not None and rate_rps is not None:
             raise InvalidSpecError(
                 "time-scale", "cannot be combined with --rate",
@@ -195,7 +205,9 @@ def llm_traffic(
         else:
             inp, out, notes = _trace_tokens(inp, out, spec, path.name, field)
         warnings += notes
-        lengths = "from the trace" if "token" in source else lengths
+        lengths = (
+            f"{lengths} (drawn: {path.name} has no token columns)" if drawn else ("from the trace")
+        )
     return LlmTraffic(
         requests=LlmRequests(arrival_s=times, input_tokens=inp, output_tokens=out, source=source),
         source=source,

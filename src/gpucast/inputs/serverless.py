@@ -252,9 +252,10 @@ def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
     by :func:`gpucast.store.datasets.azure_traces.read_arrival_trace`), one function per file
     (a deployment: ``code``, ``conv``), replayed at their recorded timestamps, aligned on the
     earliest and counted in bins of ``bin_s``; each request's tokens are kept for its service
-    time. Requests with 0 prompt or output tokens are served as 1 token. One ``arrival_s``
-    CSV (what ``simulate serve --arrivals trace:FILE`` reads) is one function's invocations,
-    counted in the same bins, each running the function's model (no tokens, no durations)."""
+    time. Requests with 0 prompt or output tokens are served as 1 token; an ``arrival_s`` CSV
+    with token columns is read as one. One ``arrival_s`` CSV without them (what ``simulate
+    serve --arrivals trace:FILE`` reads) is one function's invocations, counted in the same
+    bins, each running the function's model (no tokens, no durations)."""
     from gpucast.inputs.serving import skipped_rows_warning
     from gpucast.store.datasets.azure_traces import ORIGIN_ATTR, read_arrival_trace
 
