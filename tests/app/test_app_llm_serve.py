@@ -184,6 +184,22 @@ def test_plan_picks_the_cheapest_row_meeting_the_slos(small_plan) -> None:
     assert costs == sorted(costs)
 
 
+def test_an_slo_below_any_gpu_names_the_slo_that_is() -> None:
+    """QA 38 N #8: the refusal began `the SLO is below ...` and named both SLOs' figures and
+    flags where only one was out of reach; now it names the field(s) below the fastest GPU."""
+    ask = dict(model="llama-3-8b", rate=1, duration_s=10, gpu=["H100-SXM"], input_len="512",
+               output_len="64")  # fmt: skip
+    for slos, field, other in (
+        ({"slo_ttft_ms": 1, "slo_tpot_ms": 50}, "slo-ttft-ms", "decode step"),
+        ({"slo_ttft_ms": 500, "slo_tpot_ms": 1}, "slo-tpot-ms", "prefill"),
+    ):
+        with pytest.raises(NoFeasiblePlanError) as caught:
+            gpucast.plan_llm_serve(**ask, **slos)
+        text = str(caught.value)
+        assert text.startswith(f"{field}: is below what one request alone takes")
+        assert other not in text and text.endswith(f"raise --{field}")
+
+
 def test_plan_refusals() -> None:
     with pytest.raises(NoFeasiblePlanError, match="does not fit on any GPU offered"):
         gpucast.plan_llm_serve(model="gpt-3-175b", rate=1, gpu=["L4"], tp=[1, 2], slo_ttft_ms=500)

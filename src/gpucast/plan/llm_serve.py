@@ -586,21 +586,31 @@ def plan_llm_serving(
     if fitting == 0:
         _no_fit(spec, engine, choices, tried, pairs, unfit, limits)
     if not rows:
-        parts = []
+        parts: dict[str, str] = {}
         if slo_ttft_s is not None and fastest_prefill is not None:
-            parts.append(
+            parts["slo-ttft-ms"] = (
                 f"the fastest prefill of a p{q:g} prompt ({p_in} tokens) is "
                 f"{fastest_prefill[0] * 1e3:.0f} ms ({fastest_prefill[1]})"
             )
         if slo_tpot_s is not None and fastest_step is not None:
-            parts.append(
+            parts["slo-tpot-ms"] = (
                 f"the fastest single-sequence decode step is {fastest_step[0] * 1e3:.1f} ms "
                 f"({fastest_step[1]})"
             )
+        below = {
+            flag: text
+            for flag, text, slo_s, fastest in (
+                ("slo-ttft-ms", parts.get("slo-ttft-ms"), slo_ttft_s, fastest_prefill),
+                ("slo-tpot-ms", parts.get("slo-tpot-ms"), slo_tpot_s, fastest_step),
+            )
+            if text is not None and slo_s is not None and fastest is not None
+            and slo_s < fastest[0]
+        } or parts  # fmt: skip
+        verb = "is" if len(below) == 1 else "are"
         raise NoFeasiblePlanError(
-            "the SLO is below what one request alone takes on every GPU offered: "
-            + "; ".join(parts),
-            fix="raise --slo-ttft-ms / --slo-tpot-ms",
+            f"{' and '.join(below)}: {verb} below what one request alone takes on every GPU "
+            "offered: " + "; ".join(below.values()),
+            fix=f"raise {' / '.join(f'--{flag}' for flag in below)}",
         )
     if disaggregation:
         colocated_best.sort(key=lambda item: item[0])
