@@ -1057,3 +1057,27 @@ def test_a_plan_whose_requests_beyond_the_context_exceed_the_tail_is_refused_at_
     # at a percentile the servable share holds, the plan runs (the dropped counted as before)
     plan = gpucast.plan_llm_serve(**ask, slo_percentile=90)
     assert plan.plan.candidates and all(c.dropped == 2 for c in plan.plan.candidates)
+
+
+def test_both_verbs_state_the_precision_and_how_fp8_runs_without_fp8_units() -> None:
+    """QA 38 N #11: plan serve stated no precision (fp8 or the fp16 default: only the
+    validated line said it), and neither verb said that fp8 weights on an A100 run weight-only
+    (W8A16), which predict infer's notes say; both now state weights / KV cache and the note."""
+    ask = dict(model="llama-3-8b", input_len="256", output_len="32", duration_s=5)
+    run = gpucast.simulate_llm_serve(**ask, gpu="A100-80GB", rate=1, precision="fp8")
+    plan = gpucast.plan_llm_serve(
+        **ask, rate=1, gpu=["A100-80GB", "H100-SXM"], tp=[1], precision="fp8", slo_tpot_ms=100,
+        no_disaggregation=True, max_replicas=1,
+    )  # fmt: skip
+    for said in (run.to_dict()["assumptions"], plan.to_dict()["assumptions"]):
+        text = said["precision"]
+        assert text.startswith("fp8 weights / fp8 KV cache;")
+        assert "A100-80GB has no fp8 tensor cores: fp8 weights run weight-only (W8A16" in text
+        assert "H100-SXM" not in text
+    default = gpucast.plan_llm_serve(
+        **ask, rate=1, gpu=["H100-SXM"], tp=[1], slo_tpot_ms=100, no_disaggregation=True,
+        max_replicas=1,
+    )  # fmt: skip
+    assert default.to_dict()["assumptions"]["precision"] == (
+        "fp16 weights / fp16 KV cache (the engine's default)"
+    )

@@ -538,6 +538,18 @@ def llm_validation(engine: str, gpu: str, precision: str, tp: int) -> dict[str, 
     }
 
 
+def precision_text(engine: EngineProfile, request: Any, gpus: list[GpuSpec]) -> str:
+    """The weights' and KV cache's precisions a run or plan rests on (whether the engine's
+    default), and how fp8 weights run on each of ``gpus`` without fp8 tensor cores."""
+    from gpucast.predict.llm_infer import fp8_hardware_note, resolve_precisions
+
+    weights, kv = resolve_precisions(engine, request.precision, request.kv_precision)
+    text = f"{weights} weights / {kv} KV cache"
+    text += "" if request.precision else " (the engine's default)"
+    notes = dict.fromkeys(n for g in gpus if (n := fp8_hardware_note(g, weights)) is not None)
+    return "; ".join([text, *notes])
+
+
 def _given_lengths(request: Any) -> tuple[str, ...]:
     """The flags of ``--input-len`` / ``--output-len`` set to other than their defaults."""
     import dataclasses
@@ -778,8 +790,7 @@ def simulate_llm_serve(
         "routing": "round robin in arrival order over the instances"
         if loop is None
         else "users dealt round robin to the replicas, each keeping its replica",
-        "precision": f"{model.precision} weights"
-        + ("" if request.precision else " (the engine's default)"),
+        "precision": precision_text(model.engine, request, [model.gpu]),
     }
     if model.tp > 1:
         assumptions["intra-node links"] = inputs.links_text(model.gpu, model.tp)
@@ -1324,6 +1335,7 @@ def plan_llm_serve(
             "lengths": traffic.lengths,
             "engine": engine.provenance(),
             "scheduler": scheduler.describe(spec.max_context),
+            "precision": precision_text(engine, request, [c.gpu for c in choices]),
             "prices": (
                 f"{request.price:.4g} US$/h per GPU (given), every GPU type"
                 + (f"; {PRICE_REPLACES_SPOT}" if request.spot else "")
