@@ -1081,3 +1081,25 @@ def test_both_verbs_state_the_precision_and_how_fp8_runs_without_fp8_units() -> 
     assert default.to_dict()["assumptions"]["precision"] == (
         "fp16 weights / fp16 KV cache (the engine's default)"
     )
+
+
+def test_a_budget_that_rules_out_every_deployment_meeting_the_slos_says_so() -> None:
+    """QA 38 N #15: --budget-usd-per-hour 0.1 read `no deployment meets the SLOs within the
+    limits` while H100 rows met them at 5.38 US$/h; now the line (and the JSON's `no_pick`)
+    names the budget, the cheapest deployment that meets the SLOs and the budget it needs."""
+    ask = dict(model="llama-3-8b", rate=1, duration_s=5, input_len="256", output_len="32",
+               gpu=["H100-SXM"], tp=[1], slo_tpot_ms=100, no_disaggregation=True,
+               max_replicas=1)  # fmt: skip
+    free = gpucast.plan_llm_serve(**ask)
+    assert free.plan.no_pick_text() is None and "no_pick" not in free.to_dict()
+    cost = free.plan.best.cost_usd_per_hour
+    broke = gpucast.plan_llm_serve(**ask, budget_usd_per_hour=cost / 2)
+    text = broke.to_dict()["no_pick"]
+    assert broke.plan.recommended is None and text == broke.plan.no_pick_text()
+    assert text.startswith("no deployment meets the SLOs within the budget: the cheapest")
+    assert f"H100-SXM tp=1, 1 replica (1 GPU), costs {cost:.2f} US$/h" in text
+    assert text.endswith(f"--budget-usd-per-hour to >= {math.ceil(cost * 100) / 100:.2f}")
+    # an SLO the row misses (above the fastest single-sequence step, 7.7 ms, so it is run)
+    slow = gpucast.plan_llm_serve(**{**ask, "slo_tpot_ms": 7.8, "rate": 8})
+    assert slow.plan.candidates and not any(c.meets_slo for c in slow.plan.candidates)
+    assert slow.plan.no_pick_text() == "no deployment meets the SLOs within the limits"

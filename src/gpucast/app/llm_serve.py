@@ -1117,6 +1117,7 @@ class PlanLlmServeResult:
                 "percentile": req.slo_percentile,
             },
             "recommended": plan.recommended,
+            **({} if (no_pick := plan.no_pick_text()) is None else {"no_pick": no_pick}),
             "best": None if plan.best is None else plan.best.to_dict(),
             "pareto": list(plan.pareto),
             "candidates": [c.to_dict() for c in plan.candidates],

@@ -175,6 +175,21 @@ class LlmServePlan:
             for line in grouped_reasons(self.infeasible)
         ]
 
+    def no_pick_text(self) -> str | None:
+        """Why nothing was recommended, in one line (``None`` when something was): no row met
+        the SLOs, or rows did and the budget ruled each out -- then the cheapest of them."""
+        if self.recommended is not None:
+            return None
+        met = [c for c in self.candidates if c.meets_slo]
+        if not met:
+            return "no deployment meets the SLOs within the limits"
+        cheapest = min(met, key=lambda c: c.cost_usd_per_hour)
+        return (
+            f"no deployment meets the SLOs within the budget: the cheapest that meets them, "
+            f"{cheapest.describe()}, costs {cheapest.cost_usd_per_hour:.2f} US$/h; raise "
+            f"--budget-usd-per-hour to >= {math.ceil(cheapest.cost_usd_per_hour * 100) / 100:.2f}"
+        )
+
     def tie_note(self) -> str | None:
         """Which rule picked among the deployments that meet the SLOs and the budget at the
         pick's cost (:data:`TIE_BREAK`); ``None`` when its cost alone did."""
