@@ -1103,3 +1103,18 @@ def test_a_budget_that_rules_out_every_deployment_meeting_the_slos_says_so() -> 
     slow = gpucast.plan_llm_serve(**{**ask, "slo_tpot_ms": 7.8, "rate": 8})
     assert slow.plan.candidates and not any(c.meets_slo for c in slow.plan.candidates)
     assert slow.plan.no_pick_text() == "no deployment meets the SLOs within the limits"
+
+
+def test_a_queue_that_grows_up_to_the_horizon_is_warned_about() -> None:
+    """QA 38 N #10: at 100 req/s on one H100 with --horizon-s every percentile read inf and no
+    line said overloaded (the run without the horizon says it): the waits of the requests
+    without a first token are cut at the horizon, so the later arrivals seemed to wait less.
+    The requests waiting for their first token are counted instead; a load it holds is not
+    warned about."""
+    ask = dict(model="llama-3-8b", gpu="H100-SXM", input_len="512", output_len="128")
+    over = gpucast.simulate_llm_serve(**ask, rate=100, duration_s=30, horizon_s=20)
+    lines = [w for w in over.warnings if w.startswith("overloaded: the queue grows")]
+    assert len(lines) == 1 and "requests waiting for their first token grow by" in lines[0]
+    assert "to --horizon-s 20 (" in lines[0] and "\n" not in lines[0]
+    held = gpucast.simulate_llm_serve(**ask, rate=5, duration_s=30, horizon_s=20)
+    assert not any(w.startswith("overloaded") for w in held.warnings)

@@ -933,9 +933,9 @@ def _overload_warning(result: LlmServingResult) -> list[str]:
     between = float(np.median(arrival[arrival.size - q :]) - np.median(arrival[q : 2 * q]))
     growth = late - early
     if between <= 0 or growth < OVERLOAD_WAIT_GROWTH * between:
-        return []
+        return _horizon_queue_warning(result, float(np.median(arrival[q : 2 * q])))
     if late <= float(np.percentile(second, 90)):
-        return []
+        return _horizon_queue_warning(result, float(np.median(arrival[q : 2 * q])))
     end = float(arrival.max())
     left = int(np.count_nonzero(~(result.finish_s[keep] <= end)))
     summary = result.to_dict()
@@ -947,6 +947,33 @@ def _overload_warning(result: LlmServingResult) -> list[str]:
         f"{summary['offered_rps']:.2f} offered, {left} requests still queued or running when "
         "the last arrived. Add --replicas, a faster GPU or tensor parallelism, or see plan "
         "serve."
+    ]
+
+
+def _horizon_queue_warning(result: LlmServingResult, start_s: float) -> list[str]:
+    """A queue that grows up to ``--horizon-s``, in words: there the waits of the requests
+    without a first token are cut at the horizon (the later one arrived, the less it shows),
+    so the median-TTFT test cannot see the queue; the requests waiting for their first token
+    are counted instead, as the saturation search counts them
+    (:func:`gpucast.simulate.llm_load.waiting_trend`), from ``start_s`` to the horizon."""
+    import numpy as np
+
+    from gpucast.simulate.llm_load import LLM_TOLERANCE, waiting_trend
+
+    until = result.until_s
+    if until is None or until <= start_s:
+        return []
+    arrived = result.requests.arrival_s <= until
+    rate = float(np.count_nonzero(arrived)) / until
+    growth = waiting_trend(result, start_s, until)
+    if growth <= LLM_TOLERANCE * rate:
+        return []
+    waiting = int(np.count_nonzero(arrived & ~(result.first_token_s <= until)))
+    return [
+        f"overloaded: the queue grows with the run: the requests waiting for their first "
+        f"token grow by {growth:.2f} a second from {start_s:.1f} s to --horizon-s {until:g} "
+        f"({waiting} waiting then, of {rate:.2f} req/s arriving). Add --replicas, a faster GPU "
+        "or tensor parallelism, or see plan serve."
     ]
 
 
