@@ -285,3 +285,50 @@ def test_fp8_matmuls_reach_the_share_of_their_peak_the_training_fit_found() -> N
     result = gpucast.predict_infer(model="llama-2-7b", gpu="H100-SXM", precision="fp8",
                                    input_len=512, output_len=64)  # fmt: skip
     assert any(f"fp8 matmuls at {ratio:.2f}x" in n for n in result.prediction.notes)
+
+
+@pytest.mark.parametrize(
+    ("options", "fits_with"),
+    [
+        ({"tp": 2}, "int4"),  # fp16: int8 needs 8 T4s, which no node holds
+        ({"tp": 2, "precision": "int8"}, "int4"),  # said "use --tp 8 (or --precision int8 ..."
+        ({}, "int4"),  # the default degree: said "(1, 2, 4, 8): at tp=8", then int8
+    ],
+)
+def test_a_model_no_node_holds_names_the_node_and_a_precision_that_fits(
+    options: dict, fits_with: str
+) -> None:
+    """QA 38 N #1-2: Llama-2-70B on T4s (the largest T4 node holds 4) named tp=8 and suggested
+    int8, which the next run refused in turn; now the refusal names the field, the degrees one
+    node holds, the figures at 4 GPUs and the lighter weights that fit there -- in predict
+    infer and simulate serve alike."""
+    ask = {"model": "llama-2-70b", "gpu": "T4", **options}
+    with pytest.raises(InvalidInputError) as infer:
+        gpucast.predict_infer(**ask, batch_size=1, input_len=128, output_len=16)
+    with pytest.raises(InvalidInputError) as serve:
+        gpucast.simulate_llm_serve(**ask, rate=1, duration_s=5, input_len=128, output_len=16)
+    for caught in (infer, serve):
+        text = str(caught.value)
+        assert text.startswith("gpu: llama-2-70b in ") and "\n" not in text
+        assert "(1, 2, 4: the largest T4 node holds 4): at tp=4 " in text
+        assert f"use --precision {fits_with} (it fits on 4 x T4)" in text
+        assert "--tp 8" not in text and "tp=8" not in text
+    four = gpucast.predict_infer(
+        **{**ask, "tp": 4, "precision": fits_with}, batch_size=1, input_len=128, output_len=16
+    )
+    assert four.prediction.fits
+
+
+def test_the_fix_names_no_precision_already_given_or_one_that_does_not_fit() -> None:
+    """int4 weights that need more GPUs than a node holds are not told to use int4, and a
+    model that no lighter precision fits on is told to use a larger GPU."""
+    with pytest.raises(InvalidInputError) as caught:
+        gpucast.predict_infer(
+            model="gpt-3-175b", gpu="T4", precision="int4", input_len=16, output_len=16
+        )
+    assert "--precision int4" not in str(caught.value)
+    with pytest.raises(InvalidInputError) as caught:
+        gpucast.predict_infer(model="llama-3.1-405b", gpu="L4", input_len=16, output_len=16)
+    assert "use a GPU with more memory (int8 or int4 weights do not fit either)" in str(
+        caught.value
+    )

@@ -184,6 +184,22 @@ def test_plan_picks_the_cheapest_row_meeting_the_slos(small_plan) -> None:
     assert costs == sorted(costs)
 
 
+def test_an_slo_below_any_gpu_names_the_slo_that_is() -> None:
+    """QA 38 N #8: the refusal began `the SLO is below ...` and named both SLOs' figures and
+    flags where only one was out of reach; now it names the field(s) below the fastest GPU."""
+    ask = dict(model="llama-3-8b", rate=1, duration_s=10, gpu=["H100-SXM"], input_len="512",
+               output_len="64")  # fmt: skip
+    for slos, field, other in (
+        ({"slo_ttft_ms": 1, "slo_tpot_ms": 50}, "slo-ttft-ms", "decode step"),
+        ({"slo_ttft_ms": 500, "slo_tpot_ms": 1}, "slo-tpot-ms", "prefill"),
+    ):
+        with pytest.raises(NoFeasiblePlanError) as caught:
+            gpucast.plan_llm_serve(**ask, **slos)
+        text = str(caught.value)
+        assert text.startswith(f"{field}: is below what one request alone takes")
+        assert other not in text and text.endswith(f"raise --{field}")
+
+
 def test_plan_refusals() -> None:
     with pytest.raises(NoFeasiblePlanError, match="does not fit on any GPU offered"):
         gpucast.plan_llm_serve(model="gpt-3-175b", rate=1, gpu=["L4"], tp=[1, 2], slo_ttft_ms=500)
@@ -228,6 +244,54 @@ def test_a_trace_without_tokens_draws_its_lengths(tmp_path: Path) -> None:
     req = out.serving.requests
     assert req.count == 40 and req.input_tokens.min() >= 100 and req.input_tokens.max() <= 400
     assert out.to_dict()["sources"]["lengths"].startswith("prompt uniform:100:400")
+
+
+def test_an_arrival_s_trace_with_token_columns_replays_its_tokens(tmp_path: Path) -> None:
+    """QA 38 N #4: a trace of one's own (arrival_s plus prompt_tokens,output_tokens or the
+    Azure trace's ContextTokens,GeneratedTokens) had its token columns ignored, every request
+    served as 1024 + 256 tokens (a 9,000-token prompt too); now they are replayed, and a
+    trace without them says its lengths were drawn."""
+    for prompt, output in (
+        ("prompt_tokens", "output_tokens"),
+        ("ContextTokens", "GeneratedTokens"),
+    ):
+        path = tmp_path / f"{prompt}.csv"
+        rows = [f"{0.5 * i},{100 + i},{20 + i}" for i in range(9)] + ["4.5,9000,10"]
+        path.write_text(f"arrival_s,{prompt},{output}\n" + "\n".join(rows) + "\n")
+        out = gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}"
+        )
+        req = out.serving.requests
+        assert list(req.input_tokens[:3]) == [100, 101, 102] and list(req.output_tokens[:3]) == [
+            20,
+            21,
+            22,
+        ]
+        sources = out.to_dict()["sources"]
+        assert sources["lengths"] == "from the trace"
+        assert out.to_dict()["dropped"] == 1  # the 9,000-token prompt: beyond the 8,192 context
+    plain = tmp_path / "plain.csv"
+    plain.write_text("arrival_s\n0\n0.5\n")
+    out = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{plain}")
+    assert out.to_dict()["sources"]["lengths"].endswith("(drawn: plain.csv has no token columns)")
+
+
+def test_length_flags_a_token_trace_would_not_use_are_refused(tmp_path: Path) -> None:
+    """QA 38 N #3: --input-len with the Azure trace was dropped without a word (`lengths: from
+    the trace`); now it is one line naming the flag, in simulate serve and plan serve."""
+    path = _trace(tmp_path, _rows(10))
+    with pytest.raises(InvalidInputError) as caught:
+        gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", input_len="100"
+        )
+    text = str(caught.value)
+    assert text.startswith("input-len: is not used: trace.csv gives each request's prompt")
+    assert "drop --input-len" in text and "\n" not in text
+    with pytest.raises(InvalidInputError, match=r"^output-len: is not used"):
+        gpucast.plan_llm_serve(
+            model="llama-3-8b", gpu=["H100-SXM"], trace=str(path), output_len="10",
+            slo_tpot_ms=50,
+        )  # fmt: skip
 
 
 def test_trace_options_are_checked(tmp_path: Path) -> None:
@@ -994,3 +1058,64 @@ def test_a_plan_whose_requests_beyond_the_context_exceed_the_tail_is_refused_at_
     # at a percentile the servable share holds, the plan runs (the dropped counted as before)
     plan = gpucast.plan_llm_serve(**ask, slo_percentile=90)
     assert plan.plan.candidates and all(c.dropped == 2 for c in plan.plan.candidates)
+
+
+def test_both_verbs_state_the_precision_and_how_fp8_runs_without_fp8_units() -> None:
+    """QA 38 N #11: plan serve stated no precision (fp8 or the fp16 default: only the
+    validated line said it), and neither verb said that fp8 weights on an A100 run weight-only
+    (W8A16), which predict infer's notes say; both now state weights / KV cache and the note."""
+    ask = dict(model="llama-3-8b", input_len="256", output_len="32", duration_s=5)
+    run = gpucast.simulate_llm_serve(**ask, gpu="A100-80GB", rate=1, precision="fp8")
+    plan = gpucast.plan_llm_serve(
+        **ask, rate=1, gpu=["A100-80GB", "H100-SXM"], tp=[1], precision="fp8", slo_tpot_ms=100,
+        no_disaggregation=True, max_replicas=1,
+    )  # fmt: skip
+    for said in (run.to_dict()["assumptions"], plan.to_dict()["assumptions"]):
+        text = said["precision"]
+        assert text.startswith("fp8 weights / fp8 KV cache;")
+        assert "A100-80GB has no fp8 tensor cores: fp8 weights run weight-only (W8A16" in text
+        assert "H100-SXM" not in text
+    default = gpucast.plan_llm_serve(
+        **ask, rate=1, gpu=["H100-SXM"], tp=[1], slo_tpot_ms=100, no_disaggregation=True,
+        max_replicas=1,
+    )  # fmt: skip
+    assert default.to_dict()["assumptions"]["precision"] == (
+        "fp16 weights / fp16 KV cache (the engine's default)"
+    )
+
+
+def test_a_budget_that_rules_out_every_deployment_meeting_the_slos_says_so() -> None:
+    """QA 38 N #15: --budget-usd-per-hour 0.1 read `no deployment meets the SLOs within the
+    limits` while H100 rows met them at 5.38 US$/h; now the line (and the JSON's `no_pick`)
+    names the budget, the cheapest deployment that meets the SLOs and the budget it needs."""
+    ask = dict(model="llama-3-8b", rate=1, duration_s=5, input_len="256", output_len="32",
+               gpu=["H100-SXM"], tp=[1], slo_tpot_ms=100, no_disaggregation=True,
+               max_replicas=1)  # fmt: skip
+    free = gpucast.plan_llm_serve(**ask)
+    assert free.plan.no_pick_text() is None and "no_pick" not in free.to_dict()
+    cost = free.plan.best.cost_usd_per_hour
+    broke = gpucast.plan_llm_serve(**ask, budget_usd_per_hour=cost / 2)
+    text = broke.to_dict()["no_pick"]
+    assert broke.plan.recommended is None and text == broke.plan.no_pick_text()
+    assert text.startswith("no deployment meets the SLOs within the budget: the cheapest")
+    assert f"H100-SXM tp=1, 1 replica (1 GPU), costs {cost:.2f} US$/h" in text
+    assert text.endswith(f"--budget-usd-per-hour to >= {math.ceil(cost * 100) / 100:.2f}")
+    # an SLO the row misses (above the fastest single-sequence step, 7.7 ms, so it is run)
+    slow = gpucast.plan_llm_serve(**{**ask, "slo_tpot_ms": 7.8, "rate": 8})
+    assert slow.plan.candidates and not any(c.meets_slo for c in slow.plan.candidates)
+    assert slow.plan.no_pick_text() == "no deployment meets the SLOs within the limits"
+
+
+def test_a_queue_that_grows_up_to_the_horizon_is_warned_about() -> None:
+    """QA 38 N #10: at 100 req/s on one H100 with --horizon-s every percentile read inf and no
+    line said overloaded (the run without the horizon says it): the waits of the requests
+    without a first token are cut at the horizon, so the later arrivals seemed to wait less.
+    The requests waiting for their first token are counted instead; a load it holds is not
+    warned about."""
+    ask = dict(model="llama-3-8b", gpu="H100-SXM", input_len="512", output_len="128")
+    over = gpucast.simulate_llm_serve(**ask, rate=100, duration_s=30, horizon_s=20)
+    lines = [w for w in over.warnings if w.startswith("overloaded: the queue grows")]
+    assert len(lines) == 1 and "requests waiting for their first token grow by" in lines[0]
+    assert "to --horizon-s 20 (" in lines[0] and "\n" not in lines[0]
+    held = gpucast.simulate_llm_serve(**ask, rate=5, duration_s=30, horizon_s=20)
+    assert not any(w.startswith("overloaded") for w in held.warnings)

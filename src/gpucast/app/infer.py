@@ -237,6 +237,8 @@ def predict_infer(
     )
     from gpucast.predict.llm_infer import (
         TP_CHOICES,
+        lighter_text,
+        node_degrees,
         predict_inference,
         smallest_fitting_tp,
         tp_problem,
@@ -265,10 +267,13 @@ def predict_infer(
             kv_precision=request.kv_precision, node=node, max_sequences=request.max_num_seqs,
         )  # fmt: skip
 
-    def fewest() -> int:
+    largest = largest_node_gpus(gpu.name)
+
+    def fewest(within_node: bool = False) -> int:
         return smallest_fitting_tp(
             spec, gpu, engine, input_len=request.input_len, output_len=request.output_len,
             precision=request.precision, kv_precision=request.kv_precision, node=node,
+            node_gpus=largest, choices=node_degrees(largest) if within_node else TP_CHOICES,
         )  # fmt: skip
 
     predict = at(request.tp or 1)  # checks the lengths and the tp before any search
@@ -276,11 +281,11 @@ def predict_infer(
     if request.tp is None:
         chosen = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and one sequence"
         tp = fewest()
-        check_tp_within_node(gpu.name, tp, model=spec.name)
+        check_tp_within_node(gpu.name, tp, model=spec.name, weights=predict.precision)
         if tp != predict.tp:
             predict = at(tp)
     elif not predict.fits:
-        need = fewest()  # or raises: it fits at no degree offered
+        need = fewest(within_node=True)  # or raises: it fits at no degree its node holds
         kv_gib = predict.kv_bytes_per_token * (request.input_len + request.output_len) / GIB
         raise InvalidSpecError(
             "tp",
@@ -289,14 +294,13 @@ def predict_infer(
             f"weights + {kv_gib / request.tp:.2f} GiB of KV cache per GPU, "
             f"{predict.memory.capacity_bytes / GIB:.1f} GiB available",
             got=request.tp,
-            fix=f"use --tp {need} (or --precision int8 / int4)",
+            fix=f"use --tp {need}{lighter_text(predict.precision)}",
         )
     others = []
     if predict.waves > 1.0 + 1e-9:  # the cache is the limit: would more GPUs pay for themselves?
-        largest = largest_node_gpus(gpu.name) or max(TP_CHOICES)  # a hint the node holds
-        for tp in TP_CHOICES:
+        for tp in node_degrees(largest):  # a hint the node holds
             splits = engine.multi_gpu != "tensor" or tp_problem(spec, tp) is None
-            if tp != predict.tp and tp <= largest and splits:
+            if tp != predict.tp and splits:
                 others.append(at(tp))
     validation = validation_for(
         f"llm-infer:{engine.name}", [gpu.name], predict.precision, predict.tp

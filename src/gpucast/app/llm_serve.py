@@ -283,9 +283,9 @@ class SimulateLlmServeRequest:
     )
     arrivals: str = option(
         "poisson",
-        help="poisson | constant | bursty | trace:FILE (an Azure LLM trace, with its token "
-        "counts; an Azure Functions trace or an arrival_s CSV, lengths from --input-len and "
-        "--output-len).",
+        help="poisson | constant | bursty | trace:FILE (an Azure LLM trace or an arrival_s CSV "
+        "with prompt_tokens,output_tokens columns: its token counts; an Azure Functions trace "
+        "or an arrival_s CSV alone: lengths from --input-len and --output-len).",
         example="trace:AzureLLMInferenceTrace_conv.csv",
     )
     rate: float | None = option(
@@ -546,6 +546,30 @@ def llm_validation(engine: str, gpu: str, precision: str, tp: int) -> dict[str, 
     }
 
 
+def precision_text(engine: EngineProfile, request: Any, gpus: list[GpuSpec]) -> str:
+    """The weights' and KV cache's precisions a run or plan rests on (whether the engine's
+    default), and how fp8 weights run on each of ``gpus`` without fp8 tensor cores."""
+    from gpucast.predict.llm_infer import fp8_hardware_note, resolve_precisions
+
+    weights, kv = resolve_precisions(engine, request.precision, request.kv_precision)
+    text = f"{weights} weights / {kv} KV cache"
+    text += "" if request.precision else " (the engine's default)"
+    notes = dict.fromkeys(n for g in gpus if (n := fp8_hardware_note(g, weights)) is not None)
+    return "; ".join([text, *notes])
+
+
+def _given_lengths(request: Any) -> tuple[str, ...]:
+    """The flags of ``--input-len`` / ``--output-len`` set to other than their defaults."""
+    import dataclasses
+
+    defaults = {f.name: f.default for f in dataclasses.fields(request)}
+    return tuple(
+        name.replace("_", "-")
+        for name in ("input_len", "output_len")
+        if getattr(request, name) != defaults[name]
+    )
+
+
 def _scheduler(request: Any, engine_max_seqs: int) -> Any:
     from gpucast.domain.llm_serving import SchedulerConfig
 
@@ -590,6 +614,7 @@ def simulate_llm_serve(
         return inputs.llm_traffic(
             arrivals, spec=spec, rate_rps=rate, duration_s=span, time_scale=request.time_scale,
             input_len=lengths[0], output_len=lengths[1], seed=request.seed,
+            given_lengths=_given_lengths(request),
         )  # fmt: skip
 
     duration = inputs.DEFAULT_DURATION_S if request.duration_s is None else request.duration_s
@@ -773,8 +798,7 @@ def simulate_llm_serve(
         "routing": "round robin in arrival order over the instances"
         if loop is None
         else "users dealt round robin to the replicas, each keeping its replica",
-        "precision": f"{model.precision} weights"
-        + ("" if request.precision else " (the engine's default)"),
+        "precision": precision_text(model.engine, request, [model.gpu]),
     }
     if model.tp > 1:
         assumptions["intra-node links"] = inputs.links_text(model.gpu, model.tp)
@@ -917,9 +941,9 @@ def _overload_warning(result: LlmServingResult) -> list[str]:
     between = float(np.median(arrival[arrival.size - q :]) - np.median(arrival[q : 2 * q]))
     growth = late - early
     if between <= 0 or growth < OVERLOAD_WAIT_GROWTH * between:
-        return []
+        return _horizon_queue_warning(result, float(np.median(arrival[q : 2 * q])))
     if late <= float(np.percentile(second, 90)):
-        return []
+        return _horizon_queue_warning(result, float(np.median(arrival[q : 2 * q])))
     end = float(arrival.max())
     left = int(np.count_nonzero(~(result.finish_s[keep] <= end)))
     summary = result.to_dict()
@@ -931,6 +955,33 @@ def _overload_warning(result: LlmServingResult) -> list[str]:
         f"{summary['offered_rps']:.2f} offered, {left} requests still queued or running when "
         "the last arrived. Add --replicas, a faster GPU or tensor parallelism, or see plan "
         "serve."
+    ]
+
+
+def _horizon_queue_warning(result: LlmServingResult, start_s: float) -> list[str]:
+    """A queue that grows up to ``--horizon-s``, in words: there the waits of the requests
+    without a first token are cut at the horizon (the later one arrived, the less it shows),
+    so the median-TTFT test cannot see the queue; the requests waiting for their first token
+    are counted instead, as the saturation search counts them
+    (:func:`gpucast.simulate.llm_load.waiting_trend`), from ``start_s`` to the horizon."""
+    import numpy as np
+
+    from gpucast.simulate.llm_load import LLM_TOLERANCE, waiting_trend
+
+    until = result.until_s
+    if until is None or until <= start_s:
+        return []
+    arrived = result.requests.arrival_s <= until
+    rate = float(np.count_nonzero(arrived)) / until
+    growth = waiting_trend(result, start_s, until)
+    if growth <= LLM_TOLERANCE * rate:
+        return []
+    waiting = int(np.count_nonzero(arrived & ~(result.first_token_s <= until)))
+    return [
+        f"overloaded: the queue grows with the run: the requests waiting for their first "
+        f"token grow by {growth:.2f} a second from {start_s:.1f} s to --horizon-s {until:g} "
+        f"({waiting} waiting then, of {rate:.2f} req/s arriving). Add --replicas, a faster GPU "
+        "or tensor parallelism, or see plan serve."
     ]
 
 
@@ -948,7 +999,9 @@ class PlanLlmServeRequest:
     )  # fmt: skip
     rate: float | None = option(None, help="Requests/s (a trace: rescaled to it).", example="5")
     trace: Path | None = option(
-        None, help="Azure LLM trace (its token counts), arrival_s CSV or Azure Functions.",
+        None,
+        help="Azure LLM trace (its token counts), arrival_s CSV (with prompt_tokens,"
+        "output_tokens: its token counts) or Azure Functions.",
         example="AzureLLMInferenceTrace_conv.csv",
     )  # fmt: skip
     arrivals: str = option(
@@ -1106,6 +1159,7 @@ class PlanLlmServeResult:
                 "percentile": req.slo_percentile,
             },
             "recommended": plan.recommended,
+            **({} if (no_pick := plan.no_pick_text()) is None else {"no_pick": no_pick}),
             "best": None if plan.best is None else plan.best.to_dict(),
             "pareto": list(plan.pareto),
             "candidates": [c.to_dict() for c in plan.candidates],
@@ -1249,7 +1303,7 @@ def plan_llm_serve(
         time_scale=request.time_scale,
         input_len=parse_token_lengths(request.input_len, "input-len"),
         output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
-        field="trace", window_s=PLAN_TRACE_WINDOW_S,
+        field="trace", window_s=PLAN_TRACE_WINDOW_S, given_lengths=_given_lengths(request),
     )  # fmt: skip
     offers = inputs.gpu_offers(
         gpus=request.gpus, providers=request.providers, regions=request.regions,
@@ -1324,6 +1378,7 @@ def plan_llm_serve(
             "lengths": traffic.lengths,
             "engine": engine.provenance(),
             "scheduler": scheduler.describe(spec.max_context),
+            "precision": precision_text(engine, request, [c.gpu for c in choices]),
             "prices": (
                 f"{request.price:.4g} US$/h per GPU (given), every GPU type"
                 + (f"; {PRICE_REPLACES_SPOT}" if request.spot else "")

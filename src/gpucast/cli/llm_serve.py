@@ -240,8 +240,8 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
         f"and TPOT; {count_of(plan.simulated, 'deployment')} simulated[/dim]",
         highlight=False,
     )
-    if plan.recommended is None:
-        console.print("[yellow]no deployment meets the SLOs within the limits[/yellow]")
+    if (no_pick := plan.no_pick_text()) is not None:
+        console.print(f"[yellow]{escape(no_pick)}[/yellow]", highlight=False)
     if (band := result.band_text()) is not None:
         console.print(f"  {band}", highlight=False)
     for line in plan.reason_lines():

@@ -104,11 +104,14 @@ def llm_traffic(
     seed: int,
     field: str = "arrivals",
     window_s: float | None = None,
+    given_lengths: tuple[str, ...] = (),
 ) -> LlmTraffic:
     """Requests for serving ``spec`` (module docstring). A trace is replayed ``time_scale``
     times faster or rescaled to ``rate_rps``, then cut at ``duration_s`` when given, else to
     its busiest ``window_s`` seconds when given (:func:`gpucast.inputs.serving.busiest_part`),
-    else whole; synthetic arrivals run ``duration_s`` (default 60 s) at ``rate_rps``."""
+    else whole; synthetic arrivals run ``duration_s`` (default 60 s) at ``rate_rps``.
+    ``given_lengths``: the length flags the user set, refused with a trace that gives each
+    request's tokens (they would go unused)."""
     from gpucast.inputs import serving as cnn_inputs
     from gpucast.simulate import arrivals as gen
     from gpucast.simulate.llm_serving import offered_rps
@@ -159,6 +162,13 @@ def llm_traffic(
             field=field,
         )  # fmt: skip
         warnings += notes
+        if given_lengths and not drawn:
+            flags = " and ".join(f"--{flag}" for flag in given_lengths)
+            raise InvalidSpecError(
+                given_lengths[0],
+                f"is not used: {path.name} gives each request's prompt and output tokens",
+                fix=f"drop {flags}, or replay a trace without token columns (arrival_s only)",
+            )
         if time_scale is not None and rate_rps is not None:
             raise InvalidSpecError(
                 "time-scale", "cannot be combined with --rate",
@@ -195,7 +205,9 @@ def llm_traffic(
         else:
             inp, out, notes = _trace_tokens(inp, out, spec, path.name, field)
         warnings += notes
-        lengths = "from the trace" if "token" in source else lengths
+        lengths = (
+            f"{lengths} (drawn: {path.name} has no token columns)" if drawn else ("from the trace")
+        )
     return LlmTraffic(
         requests=LlmRequests(arrival_s=times, input_tokens=inp, output_tokens=out, source=source),
         source=source,
@@ -320,7 +332,13 @@ def serving_model(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.predict.llm_infer import iteration_cost, predict_inference, smallest_fitting_tp
+    from gpucast.predict.llm_infer import (
+        iteration_cost,
+        lighter_text,
+        node_degrees,
+        predict_inference,
+        smallest_fitting_tp,
+    )
 
     spec = llm_model(model)
     catalog = load_catalog()
@@ -331,13 +349,16 @@ def serving_model(
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)
     longest_out = max(1, min(longest_out, spec.max_context - longest_in))
+    largest = largest_node_gpus(gpu_spec.name)
     if tp is None:
         used = smallest_fitting_tp(
             spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
-            precision=precision, kv_precision=kv_precision, node=node,
+            precision=precision, kv_precision=kv_precision, node=node, node_gpus=largest,
         )  # fmt: skip
         tp_source = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and the longest request"
-        check_tp_within_node(gpu_spec.name, used, model=spec.name)
+        check_tp_within_node(
+            gpu_spec.name, used, model=spec.name, weights=precision or engine.default_precision
+        )
     else:
         used = tp
         tp_source = "given"
@@ -350,7 +371,8 @@ def serving_model(
 
             need = smallest_fitting_tp(
                 spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
-                precision=precision, kv_precision=kv_precision, node=node,
+                precision=precision, kv_precision=kv_precision, node=node, node_gpus=largest,
+                choices=node_degrees(largest),
             )  # fmt: skip
             raise InvalidSpecError(
                 "tp",
@@ -358,7 +380,7 @@ def serving_model(
                 f"{engine.display_name}: {one.memory.weights_bytes / GIB:.1f} GiB of weights "
                 f"per GPU, {one.memory.capacity_bytes / GIB:.1f} GiB available",
                 got=tp,
-                fix=f"use --tp {need} (or --precision int8 / int4)",
+                fix=f"use --tp {need}{lighter_text(one.precision)}",
             )
     cost = iteration_cost(
         spec, gpu_spec, engine, tp=used, precision=precision, kv_precision=kv_precision,
@@ -599,7 +621,9 @@ def largest_node_gpus(gpu: str) -> int:
     return max(sizes, default=0)
 
 
-def check_tp_within_node(gpu: str, tp: int | None, *, model: str | None = None) -> None:
+def check_tp_within_node(
+    gpu: str, tp: int | None, *, model: str | None = None, weights: str = "fp16"
+) -> None:
     """One clear error where ``tp`` is more GPUs of type ``gpu`` (a canonical name) than any
     node of the catalog holds (its instances offered, ``systems.csv``): its links are priced
     at the node's, which a group spanning two nodes does not have -- the rule ``plan serve``
@@ -621,7 +645,8 @@ def check_tp_within_node(gpu: str, tp: int | None, *, model: str | None = None) 
             "gpu",
             f"{model} needs {tp} x {gpu} to hold it (the fewest of 1, 2, 4, 8: the --tp "
             f"default), but {where}",
-            fix="use a GPU with more memory, or fewer bytes per weight (--precision int4)",
+            fix="use a GPU with more memory"
+            + (", or fewer bytes per weight (--precision int4)" if weights != "int4" else ""),
         )
 
 

@@ -252,9 +252,10 @@ def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
     by :func:`gpucast.store.datasets.azure_traces.read_arrival_trace`), one function per file
     (a deployment: ``code``, ``conv``), replayed at their recorded timestamps, aligned on the
     earliest and counted in bins of ``bin_s``; each request's tokens are kept for its service
-    time. Requests with 0 prompt or output tokens are served as 1 token. One ``arrival_s``
-    CSV (what ``simulate serve --arrivals trace:FILE`` reads) is one function's invocations,
-    counted in the same bins, each running the function's model (no tokens, no durations)."""
+    time. Requests with 0 prompt or output tokens are served as 1 token; an ``arrival_s`` CSV
+    with token columns is read as one. One ``arrival_s`` CSV without them (what ``simulate
+    serve --arrivals trace:FILE`` reads) is one function's invocations, counted in the same
+    bins, each running the function's model (no tokens, no durations)."""
     from gpucast.inputs.serving import skipped_rows_warning
     from gpucast.store.datasets.azure_traces import ORIGIN_ATTR, read_arrival_trace
 
@@ -660,7 +661,7 @@ def llm_gpu_function(
     from gpucast.catalog.llm import llm_model
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.units import GIB
-    from gpucast.inputs.llm_serving import node_links
+    from gpucast.inputs.llm_serving import largest_node_gpus, node_links
     from gpucast.predict.llm_infer import (
         predict_inference,
         request_latency_s,
@@ -689,12 +690,13 @@ def llm_gpu_function(
     try:
         tp = smallest_fitting_tp(
             spec, gpu, engine, input_len=int(inp[longest]), output_len=int(out[longest]),
-            node=node,
+            node=node, node_gpus=largest_node_gpus(gpu.name),
         )  # fmt: skip
     except NoFeasiblePlanError as exc:  # its fix names --precision, which these verbs lack
         raise InvalidSpecError(
-            "models", exc.message, fix="pick a GPU with more memory (--gpu) or a smaller model"
-        ) from None
+            "models", exc.message.removeprefix("gpu: "),
+            fix="pick a GPU with more memory (--gpu) or a smaller model",
+        ) from None  # fmt: skip
     one = predict_inference(
         spec, gpu, engine, batch_size=1, input_len=int(inp[longest]),
         output_len=int(out[longest]), tp=tp, node=node,

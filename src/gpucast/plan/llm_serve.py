@@ -175,6 +175,21 @@ class LlmServePlan:
             for line in grouped_reasons(self.infeasible)
         ]
 
+    def no_pick_text(self) -> str | None:
+        """Why nothing was recommended, in one line (``None`` when something was): no row met
+        the SLOs, or rows did and the budget ruled each out -- then the cheapest of them."""
+        if self.recommended is not None:
+            return None
+        met = [c for c in self.candidates if c.meets_slo]
+        if not met:
+            return "no deployment meets the SLOs within the limits"
+        cheapest = min(met, key=lambda c: c.cost_usd_per_hour)
+        return (
+            f"no deployment meets the SLOs within the budget: the cheapest that meets them, "
+            f"{cheapest.describe()}, costs {cheapest.cost_usd_per_hour:.2f} US$/h; raise "
+            f"--budget-usd-per-hour to >= {math.ceil(cheapest.cost_usd_per_hour * 100) / 100:.2f}"
+        )
+
     def tie_note(self) -> str | None:
         """Which rule picked among the deployments that meet the SLOs and the budget at the
         pick's cost (:data:`TIE_BREAK`); ``None`` when its cost alone did."""
@@ -586,21 +601,31 @@ def plan_llm_serving(
     if fitting == 0:
         _no_fit(spec, engine, choices, tried, pairs, unfit, limits)
     if not rows:
-        parts = []
+        parts: dict[str, str] = {}
         if slo_ttft_s is not None and fastest_prefill is not None:
-            parts.append(
+            parts["slo-ttft-ms"] = (
                 f"the fastest prefill of a p{q:g} prompt ({p_in} tokens) is "
                 f"{fastest_prefill[0] * 1e3:.0f} ms ({fastest_prefill[1]})"
             )
         if slo_tpot_s is not None and fastest_step is not None:
-            parts.append(
+            parts["slo-tpot-ms"] = (
                 f"the fastest single-sequence decode step is {fastest_step[0] * 1e3:.1f} ms "
                 f"({fastest_step[1]})"
             )
+        below = {
+            flag: text
+            for flag, text, slo_s, fastest in (
+                ("slo-ttft-ms", parts.get("slo-ttft-ms"), slo_ttft_s, fastest_prefill),
+                ("slo-tpot-ms", parts.get("slo-tpot-ms"), slo_tpot_s, fastest_step),
+            )
+            if text is not None and slo_s is not None and fastest is not None
+            and slo_s < fastest[0]
+        } or parts  # fmt: skip
+        verb = "is" if len(below) == 1 else "are"
         raise NoFeasiblePlanError(
-            "the SLO is below what one request alone takes on every GPU offered: "
-            + "; ".join(parts),
-            fix="raise --slo-ttft-ms / --slo-tpot-ms",
+            f"{' and '.join(below)}: {verb} below what one request alone takes on every GPU "
+            "offered: " + "; ".join(below.values()),
+            fix=f"raise {' / '.join(f'--{flag}' for flag in below)}",
         )
     if disaggregation:
         colocated_best.sort(key=lambda item: item[0])

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -678,30 +678,81 @@ def smallest_fitting_tp(
     kv_precision: str | None = None,
     choices: Sequence[int] = TP_CHOICES,
     node: NodeLinks = SWITCHED,
+    node_gpus: int = 0,
 ) -> int:
     """The fewest GPUs of ``choices`` on which ``spec`` and one whole sequence fit; raises
-    :class:`NoFeasiblePlanError` naming the memory at the largest degree when none does."""
+    :class:`NoFeasiblePlanError` when none does, naming the memory at the largest degree a
+    node holds (``node_gpus``: the most GPUs of the type one node holds, 0 where unknown)
+    and the lighter weight precision that fits there, if one does."""
     weights = precision or engine.default_precision
-    last: InferencePrediction | None = None
-    for tp in choices:
+
+    def at(tp: int, weights: str, kv: str | None) -> InferencePrediction | None:
         if engine.multi_gpu == "tensor" and tp_problem(spec, tp) is not None:
-            continue
-        last = predict_inference(
+            return None
+        return predict_inference(
             spec, gpu, engine, batch_size=1, input_len=input_len, output_len=output_len, tp=tp,
-            precision=weights, kv_precision=kv_precision, node=node,
+            precision=weights, kv_precision=kv, node=node,
         )  # fmt: skip
-        if last.fits:
+
+    for tp in choices:
+        one = at(tp, weights, kv_precision)
+        if one is not None and one.fits:
             return tp
+    held = [t for t in choices if t in node_degrees(node_gpus)] or list(choices)
+    last = next((p for t in reversed(held) if (p := at(t, weights, kv_precision))), None)
     need = "" if last is None else (
         f": at tp={last.tp} it needs {last.memory.weights_bytes / GIB:.1f} GiB of weights + "
         f"{last.kv_bytes_per_token * (input_len + output_len) / last.tp / GIB:.2f} GiB of KV "
         f"cache per GPU, {engine.display_name} fills {last.memory.capacity_bytes / GIB:.1f} GiB"
     )  # fmt: skip
+    limit = 0 < node_gpus < max(TP_CHOICES)
+    node_text = f": the largest {gpu.name} node holds {node_gpus}" if limit else ""
     raise NoFeasiblePlanError(
-        f"{spec.name} in {weights} does not fit on {gpu.name} at any tensor-parallel degree "
-        f"offered ({', '.join(str(t) for t in choices)}){need}",
-        fix="use --precision int8 or int4, or a GPU with more memory",
+        f"gpu: {spec.name} in {weights} does not fit on {gpu.name} at any tensor-parallel "
+        f"degree offered ({', '.join(str(t) for t in held)}{node_text}){need}",
+        fix=_lighter_weights_fix(
+            weights, lambda w: _first_fit(at(t, w, None) for t in held), gpu.name
+        ),
     )
+
+
+def _first_fit(
+    predictions: Iterable[InferencePrediction | None],
+) -> InferencePrediction | None:
+    return next((p for p in predictions if p is not None and p.fits), None)
+
+
+def lighter_precisions(weights: str) -> list[str]:
+    """The integer weight precisions with fewer bytes per weight than ``weights``."""
+    return [p for p in ("int8", "int4") if BYTES_PER_VALUE[p] < BYTES_PER_VALUE[weights]]
+
+
+def lighter_text(weights: str) -> str:
+    """`` (or --precision int8 / int4)``: the lighter weight precisions to try, or nothing."""
+    lighter = lighter_precisions(weights)
+    return f" (or --precision {' / '.join(lighter)})" if lighter else ""
+
+
+def node_degrees(node_gpus: int) -> tuple[int, ...]:
+    """The degrees of :data:`TP_CHOICES` one node of ``node_gpus`` GPUs holds (all of them
+    where ``node_gpus`` is 0: a GPU without a node in the catalog)."""
+    return tuple(t for t in TP_CHOICES if node_gpus <= 0 or t <= node_gpus)
+
+
+def _lighter_weights_fix(
+    weights: str, fits_with: Callable[[str], InferencePrediction | None], gpu: str
+) -> str:
+    """``use --precision P`` for the first weight precision lighter than ``weights`` with
+    which ``fits_with(P)`` finds a fitting prediction (naming its GPUs), else a larger GPU."""
+    lighter = lighter_precisions(weights)
+    for p in lighter:
+        fitting = fits_with(p)
+        if fitting is not None:
+            return (
+                f"use --precision {p} (it fits on {fitting.tp} x {gpu}), or a GPU with more memory"
+            )
+    tried = f" ({' or '.join(lighter)} weights do not fit either)" if lighter else ""
+    return f"use a GPU with more memory{tried}"
 
 
 # -- the fit ---------------------------------------------------------------------------------

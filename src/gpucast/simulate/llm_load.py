@@ -24,7 +24,7 @@ from gpucast.simulate.serving import Saturation, SaturationProbe, search_saturat
 #: times over before a trend of the waiting requests says whether their queue grows.
 LATENCIES_PER_PROBE = 40
 #: Held: the requests waiting for a first token grow by at most this share of the arrival
-#: rate over the measured half (:func:`_waiting_trend`).
+#: rate over the measured half (:func:`waiting_trend`).
 LLM_TOLERANCE = 0.02
 #: Most requests one probe offers (its run is shortened to this): bounded work per probe.
 LLM_MAX_REQUESTS = 20_000
@@ -121,7 +121,7 @@ def probe_llm_rate(
 
 
 #: Instants over the second half of a probe at which the requests waiting are counted
-#: for their trend (:func:`_waiting_trend`).
+#: for their trend (:func:`waiting_trend`).
 TREND_POINTS = 41
 
 #: A probe whose completions fall this far under its arrivals is not held whatever the trend
@@ -130,7 +130,7 @@ TREND_POINTS = 41
 COMPLETED_FLOOR = 0.10
 
 
-def _waiting_trend(result: LlmServingResult, start_s: float, end_s: float) -> float:
+def waiting_trend(result: LlmServingResult, start_s: float, end_s: float) -> float:
     """Requests/s by which the requests waiting for their first token (arrived, not yet
     prefilled; dropped ones never wait) grow over ``[start_s, end_s]``: the least-squares slope
     of their count at :data:`TREND_POINTS` instants. The requests in the system (waiting and
@@ -172,7 +172,7 @@ def _measure(
         return float(np.percentile(v, q)) if v.size else math.nan
 
     storm = preempted > 0 and served < (1.0 - tolerance) * best_below
-    growth = _waiting_trend(result, half, span_s)
+    growth = waiting_trend(result, half, span_s)
     held = (
         runnable > 0
         and growth <= tolerance * runnable

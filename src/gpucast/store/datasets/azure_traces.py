@@ -2,8 +2,10 @@
 
 The Azure LLM trace (``AzureLLMInferenceTrace_{code,conv}.csv``) has columns ``TIMESTAMP``
 (``YYYY-MM-DD HH:MM:SS.fffffff``), ``ContextTokens`` and ``GeneratedTokens``. A simpler trace
-is a CSV with an ``arrival_s`` column (seconds). Malformed rows (unparseable timestamp, a
-negative or non-integer token count) are skipped and reported with their line numbers;
+is a CSV with an ``arrival_s`` column (seconds) and, optionally, a pair of token columns
+(:data:`TOKEN_COLUMNS`: ``ContextTokens,GeneratedTokens``, ``prompt_tokens,output_tokens``,
+...; before session 38 they were ignored). Malformed rows (unparseable timestamp, a negative
+or non-integer token count) are skipped and reported with their line numbers;
 ``ImportResult.skipped`` holds one line per skipped row.
 """
 
@@ -25,6 +27,13 @@ from gpucast.store.datasets._import import ImportResult
 from gpucast.store.files import check_header, not_utf8, open_input_text
 
 AZURE_LLM_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+#: (prompt, output) token columns an ``arrival_s`` CSV may carry, the Azure trace's names first
+TOKEN_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("ContextTokens", "GeneratedTokens"),
+    ("context_tokens", "generated_tokens"),
+    ("prompt_tokens", "output_tokens"),
+    ("input_tokens", "output_tokens"),
+)
 #: ``frame.attrs`` key of the first request's time (seconds since the epoch for an Azure LLM
 #: trace, the first ``arrival_s`` otherwise): ``arrival_s`` counts from it, and traces read
 #: apart are aligned with it
@@ -83,13 +92,17 @@ def _read_arrival_rows(path: Path, handle: TextIO) -> ImportResult:
             str(path),
             f"has columns {', '.join(columns) or '(none)'}",
             fix="give an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens) "
-            "or a CSV with an arrival_s column",
+            "or a CSV with an arrival_s column (and prompt_tokens,output_tokens)",
         )
     width = len(columns)
+    pair = next((p for p in TOKEN_COLUMNS if p[0] in columns and p[1] in columns), None)
+    tokens = pair is not None
     if azure:
         i_t, i_c, i_g = (columns.index(c) for c in AZURE_LLM_COLUMNS)
     else:
         i_t = columns.index("arrival_s")
+        if pair is not None:
+            i_c, i_g = columns.index(pair[0]), columns.index(pair[1])
     times = array("d")
     context = array("q")
     generated = array("q")
@@ -102,15 +115,16 @@ def _read_arrival_rows(path: Path, handle: TextIO) -> ImportResult:
                 raise ValueError(f"{len(row)} fields, the header has {width}")
             if azure:
                 t = _parse_timestamp(row[i_t])
+            else:
+                t = float(row[i_t])
+                if not math.isfinite(t) or t < 0:
+                    raise ValueError("arrival_s must be a finite number >= 0")
+            if tokens:
                 c, g = int(row[i_c]), int(row[i_g])
                 if c < 0 or g < 0:
                     raise ValueError("negative token count")
                 context.append(c)
                 generated.append(g)
-            else:
-                t = float(row[i_t])
-                if not math.isfinite(t) or t < 0:
-                    raise ValueError("arrival_s must be a finite number >= 0")
         except (ValueError, OverflowError) as exc:
             skipped.append(f"{path.name}, line {line}: {exc}")
             continue
@@ -126,7 +140,7 @@ def _read_arrival_rows(path: Path, handle: TextIO) -> ImportResult:
     origin = float(arrival[order[0]])
     data: dict[str, object] = {"arrival_s": arrival[order] - origin}
     del times
-    if azure:
+    if tokens:
         data["context_tokens"] = np.frombuffer(context, dtype=np.int64)[order]
         data["generated_tokens"] = np.frombuffer(generated, dtype=np.int64)[order]
     frame = pd.DataFrame(data, copy=False)
