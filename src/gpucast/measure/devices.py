@@ -89,10 +89,15 @@ def check_batch_fits(
     """Refuse a batch size whose synthetic batch alone exceeds ``device``'s memory (QA 38 I
     #21: ``--batch-sizes 100000000`` tried to allocate 313 GB and failed as a runtime error).
     The batch is made on ``meta`` (shapes only), so nothing is allocated to find out; the model,
-    its activations and gradients come on top, so a batch that passes may still not fit."""
+    its activations and gradients come on top, so a batch that passes may still not fit; a
+    batch maker that cannot run on meta is not checked."""
     from torch.utils._pytree import tree_flatten
 
-    leaves, _ = tree_flatten(workload.make_batch(batch_size, torch.device("meta")))
+    try:
+        batch = workload.make_batch(batch_size, torch.device("meta"))
+    except Exception:  # a batch maker meta cannot run (a CPU constant in it): cannot tell
+        return
+    leaves, _ = tree_flatten(batch)
     batch_bytes = sum(t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor))
     capacity = device_memory_bytes(device)
     if batch_bytes > capacity:
