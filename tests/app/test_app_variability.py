@@ -133,12 +133,43 @@ def test_dropping_stragglers_bills_the_nodes_started_to_find_them() -> None:
         ({"balance_batches": True}, "balance-batches: needs a GPU-variability profile"),
         ({"gpu_variability": "typical", "exclude_slowest": 0.9}, "must be a share in [0, 0.5]"),
         ({"gpu_variability": "sometimes"}, "gpu-variability: unknown profile 'sometimes'"),
+        (
+            {"gpu_variability": "typical", "exclude_slowest": 0.1, "balance_batches": True},
+            "exclude-slowest: has no straggler to drop with --balance-batches",
+        ),
     ],
 )
 def test_bad_variability_options(options: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidInputError) as info:
         gpucast.plan_train(**PLAN, **options)
     assert message in str(info.value)
+
+
+SIM = {
+    "gpu": "V100", "workers": 8, "region": "us-east-1", "provider": "aws", "workload": "mlp",
+    "steps": 2000, "runs": 20, "gpu_variability": "worst",
+}  # fmt: skip
+
+
+def test_simulate_refuses_conflicting_straggler_options() -> None:
+    # QA 38 E #3/#4: a balanced or asynchronous job runs at its GPUs' mean speed: plan train
+    # priced no probe for it while simulate train billed one
+    for options, message in (
+        ({"strategy": "ddp", "balance_batches": True}, "has no straggler to drop"),
+        ({"strategy": "ps-async", "ps": 1}, "exclude-slowest: drops the stragglers of a sync"),
+    ):
+        with pytest.raises(InvalidInputError) as info:
+            gpucast.simulate_train(**SIM, **options, exclude_slowest=0.2)
+        assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_an_elastic_synchronous_job_is_paced_by_its_slowest_gpu() -> None:
+    # QA 38 E: --elastic (no rollback on a lost node) made the simulator draw the workers'
+    # mean speed, as for an asynchronous job; plan train paces it by the slowest GPU
+    sim = {**SIM, "workers": 64, "strategy": "ddp", "spot": True, "elastic": True}
+    paced = gpucast.simulate_train(**sim).on_demand.duration_s.mean()
+    balanced = gpucast.simulate_train(**sim, balance_batches=True).on_demand.duration_s.mean()
+    assert paced > 1.05 * balanced
 
 
 def test_fit_variability_bad_input(tmp_path: Path) -> None:

@@ -275,6 +275,14 @@ class SimulateTrainRequest:
                 got="--strategy ps-async",
                 fix="use --strategy allreduce, ps-sync or fsdp, or drop --elastic",
             )
+        if self.exclude_slowest > 0 and _strategy(self.strategy) == "ps-async":
+            raise InvalidSpecError(
+                "exclude-slowest",
+                "drops the stragglers of a synchronous job; asynchronous PS workers run at "
+                "their mean speed, which no slow GPU paces",
+                got=self.exclude_slowest,
+                fix="use --strategy allreduce, ps-sync or fsdp, or drop --exclude-slowest",
+            )
         check_lr_rule(self.lr_rule, self.optimizer)
         if (self.lr_rule is not None or self.optimizer is not None) and not self.elastic:
             raise InvalidSpecError(

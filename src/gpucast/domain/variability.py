@@ -81,3 +81,11 @@ def check_variability_options(
             "needs a GPU-variability profile to know who the stragglers are",
             fix="add --gpu-variability typical (or a measured fleet)",
         )
+    if exclude_slowest > 0 and balance_batches:
+        raise InvalidSpecError(
+            "exclude-slowest",
+            "has no straggler to drop with --balance-batches (a balanced job runs at its "
+            "GPUs' mean speed, not its slowest's)",
+            got=exclude_slowest,
+            fix="drop --exclude-slowest or --balance-batches",
+        )
