@@ -498,3 +498,13 @@ def test_plan_llm_train_by_carbon_without_any_grid_figure_is_refused(tmp_path: P
     with pytest.raises(InvalidInputError, match="onprem/quebec"):
         gpucast.plan_llm_train(**job, cluster=lab, objective="carbon", deadline="none")
     assert gpucast.plan_llm_train(**job, cluster=lab, objective="energy", deadline="none").best
+
+
+def test_a_plans_energy_states_the_power_models_validated_error_in_its_regime() -> None:
+    # QA 38 E: predict energy said "not validated for L4, bf16" while a plan's kWh on L4 rested
+    # only on the Zeus boards' MAPE in the assumption line
+    plan = gpucast.plan_train(**PLAN, gpu=["L4"], max_gpus=2)
+    for c in plan.candidates:
+        assert c.energy_kwh is not None
+        said = c.validation["power model (energy)"]
+        assert said.startswith("not validated for L4") and "V100-PCIe, fp32" in said
