@@ -156,11 +156,16 @@ def test_simulate_refuses_conflicting_straggler_options() -> None:
     # priced no probe for it while simulate train billed one
     for options, message in (
         ({"strategy": "ddp", "balance_batches": True}, "has no straggler to drop"),
-        ({"strategy": "ps-async", "ps": 1}, "exclude-slowest: drops the stragglers of a sync"),
+        ({"strategy": "ps-async", "ps": 1}, "exclude-slowest: acts where the slowest GPU"),
     ):
         with pytest.raises(InvalidInputError) as info:
             gpucast.simulate_train(**SIM, **options, exclude_slowest=0.2)
         assert message in str(info.value) and "\n" not in str(info.value)
+    # a flag asynchronous workers would ignore is refused, as --elastic is
+    with pytest.raises(InvalidInputError, match="balance-batches: acts where the slowest GPU"):
+        gpucast.simulate_train(**SIM, strategy="ps-async", ps=1, balance_batches=True)
+    with pytest.raises(InvalidInputError, match=r"exclude-slowest: acts where.*'--strategy ps'"):
+        gpucast.plan_train(**PLAN, strategy=["ps"], gpu_variability="typical", exclude_slowest=0.1)
 
 
 def test_an_elastic_synchronous_job_is_paced_by_its_slowest_gpu() -> None:

@@ -52,6 +52,7 @@ from gpucast.domain.systems import (
 from gpucast.domain.units import count_of, format_duration, parse_duration_s
 from gpucast.domain.variability import (
     balance_batches_option,
+    check_synchronous_only,
     check_variability_options,
     exclude_slowest_option,
     gpu_variability_option,
@@ -275,14 +276,11 @@ class SimulateTrainRequest:
                 got="--strategy ps-async",
                 fix="use --strategy allreduce, ps-sync or fsdp, or drop --elastic",
             )
-        if self.exclude_slowest > 0 and _strategy(self.strategy) == "ps-async":
-            raise InvalidSpecError(
-                "exclude-slowest",
-                "drops the stragglers of a synchronous job; asynchronous PS workers run at "
-                "their mean speed, which no slow GPU paces",
-                got=self.exclude_slowest,
-                fix="use --strategy allreduce, ps-sync or fsdp, or drop --exclude-slowest",
-            )
+        if _strategy(self.strategy) == "ps-async":
+            check_synchronous_only(
+                self.exclude_slowest, self.balance_batches, strategy="ps-async",
+                fix="use --strategy allreduce, ps-sync or fsdp, or drop the flag",
+            )  # fmt: skip
         check_lr_rule(self.lr_rule, self.optimizer)
         if (self.lr_rule is not None or self.optimizer is not None) and not self.elastic:
             raise InvalidSpecError(

@@ -68,6 +68,7 @@ from gpucast.domain.systems import (
 from gpucast.domain.units import duration_s
 from gpucast.domain.variability import (
     balance_batches_option,
+    check_synchronous_only,
     check_variability_options,
     exclude_slowest_option,
     gpu_variability_option,
@@ -399,6 +400,11 @@ class TrainRequest:
                 got=bad[0],
                 fix="e.g. --strategy ddp,fsdp",
             )
+        if set(self.strategies) <= {"ps"}:  # as simulate train refuses them
+            check_synchronous_only(
+                self.exclude_slowest, self.balance_batches, strategy="ps",
+                fix="add --strategy ddp or fsdp, or drop the flag",
+            )  # fmt: skip
         if self.elastic and set(self.strategies) <= {"ps"}:  # as simulate train refuses it
             raise InvalidSpecError(
                 "elastic",

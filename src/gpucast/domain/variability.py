@@ -89,3 +89,23 @@ def check_variability_options(
             got=exclude_slowest,
             fix="drop --exclude-slowest or --balance-batches",
         )
+
+
+def check_synchronous_only(
+    exclude_slowest: float, balance_batches: bool, *, strategy: str, fix: str
+) -> None:
+    """``--exclude-slowest`` and ``--balance-batches`` act where the slowest GPU paces a
+    synchronous job: refused for a job of asynchronous PS workers (``strategy``), which run at
+    their mean speed -- rather than ignored (simulate train billed the probe nodes of one)."""
+    for flag, used in (
+        ("exclude-slowest", exclude_slowest > 0),
+        ("balance-batches", balance_batches),
+    ):
+        if used:
+            raise InvalidSpecError(
+                flag,
+                "acts where the slowest GPU paces a synchronous job; asynchronous PS workers "
+                "run at their mean speed",
+                got=f"--strategy {strategy}",
+                fix=fix,
+            )
