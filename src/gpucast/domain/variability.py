@@ -34,8 +34,9 @@ def gpu_variability_option() -> Any:
 def exclude_slowest_option() -> Any:
     return option(
         0.0,
-        help="Straggler-aware placement: rent enough GPUs to drop this share of the slowest "
-        "(e.g. 0.1 = 10%); needs --gpu-variability.",
+        help="Straggler-aware placement of synchronous jobs: rent enough GPUs to drop this "
+        "share of the slowest (0-0.5, e.g. 0.1 = 10%); needs --gpu-variability, not with "
+        "--balance-batches.",
         example="0.1",
     )
 
