@@ -240,3 +240,16 @@ def test_a_factor_past_the_models_cap_names_its_line(tmp_path: Path) -> None:
     bad.write_text("gpu,factor\na,1.0\nb,1.02\nc,9.5\n")  # 9.5x: an outlier, kept
     fitted = gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
     assert fitted.to_dict()["gpus"] == 3
+
+
+def test_simulate_states_the_expected_slowdown_it_draws_around() -> None:
+    # QA 38 E #6: plan and fit variability print E[slowest of N]; simulate train did not
+    from gpucast.catalog.variability import variability_profiles
+
+    worst = variability_profiles()["worst"]
+    for workers in (8, 64):
+        sim = gpucast.simulate_train(**{**SIM, "workers": workers, "strategy": "ddp"})
+        said = [n for n in sim.notes if "expected slowdown" in n]
+        assert len(said) == 1
+        expected = float(worst.expected_max([workers])[0])
+        assert f"expected slowdown x{expected:.3f} on {workers} GPUs" in said[0]

@@ -941,10 +941,17 @@ def simulate_train(
         )
     spread = gpu_variability(request.gpu_variability, store)
     if spread.value is not None:
+        n_gpus = sum(g.count * g.gpus for g in groups)
+        paced = synchronous and not request.balance_batches
+        slowdown = spread.value.slowdown(
+            [n_gpus], sync=[paced], exclude=request.exclude_slowest,
+            gpus_per_node=max(g.gpus for g in groups),
+        )[0]  # fmt: skip
         notes.append(
             "every run draws one speed factor per GPU ("
             + variability_assumption(spread, request.exclude_slowest, request.balance_batches).value
-            + ")"
+            + f"); expected slowdown x{float(slowdown):.3f} on {n_gpus:,} GPUs (the closed form "
+            "plan train multiplies a step's compute by)"
         )
     lo = min(s.lower_ratio for s in single.values())
     hi = max(s.upper_ratio for s in single.values())
