@@ -174,7 +174,7 @@ def test_an_elastic_synchronous_job_is_paced_by_its_slowest_gpu() -> None:
     sim = {**SIM, "workers": 64, "strategy": "ddp", "spot": True, "elastic": True}
     paced = gpucast.simulate_train(**sim).on_demand.duration_s.mean()
     balanced = gpucast.simulate_train(**sim, balance_batches=True).on_demand.duration_s.mean()
-    assert paced > 1.05 * balanced
+    assert paced > 1.005 * balanced  # equal to the bit before (mlp's step is mostly all-reduce)
 
 
 def test_fit_variability_bad_input(tmp_path: Path) -> None:
@@ -253,3 +253,28 @@ def test_simulate_states_the_expected_slowdown_it_draws_around() -> None:
         assert len(said) == 1
         expected = float(worst.expected_max([workers])[0])
         assert f"expected slowdown x{expected:.3f} on {workers} GPUs" in said[0]
+
+
+def test_a_slow_gpu_stretches_compute_not_the_exposed_communication_as_plan_train_says(
+    tmp_path: Path,
+) -> None:
+    # QA 38 E: on 32 V100s over 10 Gbit/s Ethernet (89% of the step exposed all-reduce) plan
+    # train's step grew 1.7% with the worst fleet, simulate train's runs 14.4%: it divided the
+    # whole step's speed by the slowest GPU's factor
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(
+        "name: v100lab\ngpu: V100\ngpus_per_node: 1\nnodes: 32\ninter_node_gbps: 10\n"
+        "network: ethernet\nprice_usd_per_gpu_hour: 1.0\n"
+    )
+    job = {"workload": "resnet50", "cluster": lab, "batch_size": 64}
+    plan = {"epochs": 1, "dataset_size": 1_281_167, "deadline": "none", "strategy": ["ddp"]}
+    base = {c.gpus: c for c in gpucast.plan_train(**job, **plan).candidates}
+    worst = {
+        c.gpus: c for c in gpucast.plan_train(**job, **plan, gpu_variability="worst").candidates
+    }
+    planned = worst[32].step_time_s / base[32].step_time_s
+    sim = {**job, "strategy": "allreduce", "steps": 2000, "runs": 400, "workers": 32}
+    runs = [gpucast.simulate_train(**sim, gpu_variability=v).on_demand for v in ("none", "worst")]
+    simulated = np.mean(runs[1].duration_s) / np.mean(runs[0].duration_s)
+    assert 1.0 < planned < 1.05
+    assert simulated == pytest.approx(planned, abs=0.01)

@@ -1498,6 +1498,7 @@ def simulate_scenario(
     variability: SpeedVariability | None = None,
     exclude_slowest: float = 0.0,
     balance_batches: bool = False,
+    compute_share: float = 1.0,
     sources: dict[str, str] | None = None,
     notes: Sequence[str] = (),
     move: Move | None = None,
@@ -1522,7 +1523,9 @@ def simulate_scenario(
     the mean speed of its workers otherwise; ``exclude_slowest`` rents ``ceil(n / (1 -
     share))`` GPUs per run of a job its slowest GPU paces and keeps the fastest ``n``. A
     replacement keeps the factor of the GPU it replaces. With ``balance_batches`` a
-    synchronous job's batch is split by speed: it runs at the mean speed.
+    synchronous job's batch is split by speed: it runs at the mean speed. ``compute_share``:
+    how much of a GPU's slowdown ``f`` reaches the step, ``1 + share (f - 1)`` (1: the whole
+    step; less where communication is exposed, which no slow GPU stretches).
     """
     transient_ss, on_demand_ss, variability_ss = np.random.SeedSequence(seed).spawn(3)
     slowdowns: dict[bool, FloatArray] = {}
@@ -1545,6 +1548,8 @@ def simulate_scenario(
                 exclude=exclude,
                 gpus_per_node=per_server,
             )
+            # a slow GPU stretches the step's compute, not its exposed communication
+            slowdowns[kind] = 1.0 + compute_share * (slowdowns[kind] - 1.0)
         extra = int(rented_nodes(servers, exclude)) - servers
         if extra > 0:
             for kind in (True, False):
