@@ -508,3 +508,18 @@ def test_a_plans_energy_states_the_power_models_validated_error_in_its_regime() 
         assert c.energy_kwh is not None
         said = c.validation["power model (energy)"]
         assert said.startswith("not validated for L4") and "V100-PCIe, fp32" in said
+
+
+def test_eta_without_an_auto_limit_is_refused_at_its_default_value_too() -> None:
+    # QA 38 E #14: --eta 0.3 was refused without --power-limit auto, --eta 0.5 ignored unsaid
+    from gpucast.domain.plan import TrainRequest
+
+    for eta in (0.3, 0.5):
+        with pytest.raises(InvalidInputError, match="eta: only applies with --power-limit auto"):
+            gpucast.plan_train(**PLAN, eta=eta)
+    auto = gpucast.plan_train(**PLAN, gpu=["V100"], power_limit="auto")
+    said = {a.name: a.value for a in auto.assumptions}["power and energy"]
+    assert "eta 0.5" in said
+    # a plan saved before stored the default: it still loads
+    saved = {**TrainRequest(workload="mlp", epochs=1).to_dict(), "eta": 0.5}
+    assert TrainRequest.from_dict(saved).eta is None
