@@ -437,3 +437,89 @@ def test_the_step_times_source_is_not_three_parentheses_deep() -> None:
     step = {a.name: a for a in result.assumptions}["step time at the default limit"]
     assert step.source.startswith("roofline step of `predict train`; calibration: ")
     assert "))" not in f"({step.source})"
+
+
+LAB = """name: lab
+gpu: H100
+gpus_per_node: 8
+nodes: 1
+intra_node: nvswitch
+intra_node_gbps: 900
+price_usd_per_gpu_hour: 2.0
+provider: onprem
+region: quebec
+"""
+
+
+def test_carbon_on_a_region_without_a_grid_figure_says_that_is_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    # QA 38 E #1: the error blamed the GPUs' power facts (the H100 has them) and sent the user
+    # to gpus.csv; the grid figure of the cluster's region is what is missing
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(LAB)
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.plan_train(**PLAN, cluster=lab, objective="carbon")
+    line = str(info.value)
+    assert "grid's carbon intensity" in line and "onprem/quebec" in line
+    assert "grid_carbon.csv" in line and "gpus.csv" not in line and "\n" not in line
+    # energy needs no grid figure
+    assert gpucast.plan_train(**PLAN, cluster=lab, objective="energy").best is not None
+    with pytest.raises(InvalidInputError, match="no feasible plan's GPU has power facts"):
+        gpucast.plan_train(**PLAN, gpu=["K80"], objective="energy")
+
+
+def test_plans_in_a_region_without_a_grid_figure_are_named_when_ranking_by_carbon(
+    tmp_path: Path,
+) -> None:
+    # QA 38 E #2: such plans dropped out of the carbon ranking with an empty cell and no word
+    from importlib import resources
+
+    text = resources.files("gpucast.catalog").joinpath("data/offers.csv").read_text("utf-8")
+    header, *rows = text.splitlines()
+    a100 = next(r for r in rows if r.startswith("gcp,us-west1,a2-highgpu-1g,")).split(",")
+    cheap = ["gcp", "us-north9", *a100[2:8], "1.0", "", *a100[10:]]  # the cheapest offer
+    offers = tmp_path / "offers.csv"
+    offers.write_text("\n".join([header, ",".join(a100), ",".join(cheap)]) + "\n")
+    plan = gpucast.plan_train(
+        **PLAN, offers=offers, gpu=["A100-40GB"], max_gpus=1, objective="carbon"
+    )
+    said = [n for n in plan.notes if "no grid carbon figure" in n]
+    assert len(said) == 1 and "gcp/us-north9" in said[0]
+    assert plan.best is not None and plan.best.region != "us-north9"
+    assert not any("grid carbon" in n for n in gpucast.plan_train(**PLAN, gpu=["V100"]).notes)
+
+
+def test_plan_llm_train_by_carbon_without_any_grid_figure_is_refused(tmp_path: Path) -> None:
+    # QA 38 E: it picked the cheapest row, labelled as the carbon pick
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(LAB)
+    job = {"model": "llama-3-8b", "tokens": 1e9, "seq_len": 4096, "global_batch": 64}
+    with pytest.raises(InvalidInputError, match="onprem/quebec"):
+        gpucast.plan_llm_train(**job, cluster=lab, objective="carbon", deadline="none")
+    assert gpucast.plan_llm_train(**job, cluster=lab, objective="energy", deadline="none").best
+
+
+def test_a_plans_energy_states_the_power_models_validated_error_in_its_regime() -> None:
+    # QA 38 E: predict energy said "not validated for L4, bf16" while a plan's kWh on L4 rested
+    # only on the Zeus boards' MAPE in the assumption line
+    plan = gpucast.plan_train(**PLAN, gpu=["L4"], max_gpus=2)
+    for c in plan.candidates:
+        assert c.energy_kwh is not None
+        said = c.validation["power model (energy)"]
+        assert said.startswith("not validated for L4") and "V100-PCIe, fp32" in said
+
+
+def test_eta_without_an_auto_limit_is_refused_at_its_default_value_too() -> None:
+    # QA 38 E #14: --eta 0.3 was refused without --power-limit auto, --eta 0.5 ignored unsaid
+    from gpucast.domain.plan import TrainRequest
+
+    for eta in (0.3, 0.5):
+        with pytest.raises(InvalidInputError, match="eta: only applies with --power-limit auto"):
+            gpucast.plan_train(**PLAN, eta=eta)
+    auto = gpucast.plan_train(**PLAN, gpu=["V100"], power_limit="auto")
+    said = {a.name: a.value for a in auto.assumptions}["power and energy"]
+    assert "eta 0.5" in said
+    # a plan saved before stored the default: it still loads
+    saved = {**TrainRequest(workload="mlp", epochs=1).to_dict(), "eta": 0.5}
+    assert TrainRequest.from_dict(saved).eta is None

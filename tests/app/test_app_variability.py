@@ -133,12 +133,48 @@ def test_dropping_stragglers_bills_the_nodes_started_to_find_them() -> None:
         ({"balance_batches": True}, "balance-batches: needs a GPU-variability profile"),
         ({"gpu_variability": "typical", "exclude_slowest": 0.9}, "must be a share in [0, 0.5]"),
         ({"gpu_variability": "sometimes"}, "gpu-variability: unknown profile 'sometimes'"),
+        (
+            {"gpu_variability": "typical", "exclude_slowest": 0.1, "balance_batches": True},
+            "exclude-slowest: has no straggler to drop with --balance-batches",
+        ),
     ],
 )
 def test_bad_variability_options(options: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidInputError) as info:
         gpucast.plan_train(**PLAN, **options)
     assert message in str(info.value)
+
+
+SIM = {
+    "gpu": "V100", "workers": 8, "region": "us-east-1", "provider": "aws", "workload": "mlp",
+    "steps": 2000, "runs": 20, "gpu_variability": "worst",
+}  # fmt: skip
+
+
+def test_simulate_refuses_conflicting_straggler_options() -> None:
+    # QA 38 E #3/#4: a balanced or asynchronous job runs at its GPUs' mean speed: plan train
+    # priced no probe for it while simulate train billed one
+    for options, message in (
+        ({"strategy": "ddp", "balance_batches": True}, "has no straggler to drop"),
+        ({"strategy": "ps-async", "ps": 1}, "exclude-slowest: acts where the slowest GPU"),
+    ):
+        with pytest.raises(InvalidInputError) as info:
+            gpucast.simulate_train(**SIM, **options, exclude_slowest=0.2)
+        assert message in str(info.value) and "\n" not in str(info.value)
+    # a flag asynchronous workers would ignore is refused, as --elastic is
+    with pytest.raises(InvalidInputError, match="balance-batches: acts where the slowest GPU"):
+        gpucast.simulate_train(**SIM, strategy="ps-async", ps=1, balance_batches=True)
+    with pytest.raises(InvalidInputError, match=r"exclude-slowest: acts where.*'--strategy ps'"):
+        gpucast.plan_train(**PLAN, strategy=["ps"], gpu_variability="typical", exclude_slowest=0.1)
+
+
+def test_an_elastic_synchronous_job_is_paced_by_its_slowest_gpu() -> None:
+    # QA 38 E: --elastic (no rollback on a lost node) made the simulator draw the workers'
+    # mean speed, as for an asynchronous job; plan train paces it by the slowest GPU
+    sim = {**SIM, "workers": 64, "strategy": "ddp", "spot": True, "elastic": True}
+    paced = gpucast.simulate_train(**sim).on_demand.duration_s.mean()
+    balanced = gpucast.simulate_train(**sim, balance_batches=True).on_demand.duration_s.mean()
+    assert paced > 1.005 * balanced  # equal to the bit before (mlp's step is mostly all-reduce)
 
 
 def test_fit_variability_bad_input(tmp_path: Path) -> None:
@@ -204,3 +240,41 @@ def test_a_factor_past_the_models_cap_names_its_line(tmp_path: Path) -> None:
     bad.write_text("gpu,factor\na,1.0\nb,1.02\nc,9.5\n")  # 9.5x: an outlier, kept
     fitted = gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
     assert fitted.to_dict()["gpus"] == 3
+
+
+def test_simulate_states_the_expected_slowdown_it_draws_around() -> None:
+    # QA 38 E #6: plan and fit variability print E[slowest of N]; simulate train did not
+    from gpucast.catalog.variability import variability_profiles
+
+    worst = variability_profiles()["worst"]
+    for workers in (8, 64):
+        sim = gpucast.simulate_train(**{**SIM, "workers": workers, "strategy": "ddp"})
+        said = [n for n in sim.notes if "expected slowdown" in n]
+        assert len(said) == 1
+        expected = float(worst.expected_max([workers])[0])
+        assert f"expected slowdown x{expected:.3f} on {workers} GPUs" in said[0]
+
+
+def test_a_slow_gpu_stretches_compute_not_the_exposed_communication_as_plan_train_says(
+    tmp_path: Path,
+) -> None:
+    # QA 38 E: on 32 V100s over 10 Gbit/s Ethernet (89% of the step exposed all-reduce) plan
+    # train's step grew 1.7% with the worst fleet, simulate train's runs 14.4%: it divided the
+    # whole step's speed by the slowest GPU's factor
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(
+        "name: v100lab\ngpu: V100\ngpus_per_node: 1\nnodes: 32\ninter_node_gbps: 10\n"
+        "network: ethernet\nprice_usd_per_gpu_hour: 1.0\n"
+    )
+    job = {"workload": "resnet50", "cluster": lab, "batch_size": 64}
+    plan = {"epochs": 1, "dataset_size": 1_281_167, "deadline": "none", "strategy": ["ddp"]}
+    base = {c.gpus: c for c in gpucast.plan_train(**job, **plan).candidates}
+    worst = {
+        c.gpus: c for c in gpucast.plan_train(**job, **plan, gpu_variability="worst").candidates
+    }
+    planned = worst[32].step_time_s / base[32].step_time_s
+    sim = {**job, "strategy": "allreduce", "steps": 2000, "runs": 400, "workers": 32}
+    runs = [gpucast.simulate_train(**sim, gpu_variability=v).on_demand for v in ("none", "worst")]
+    simulated = np.mean(runs[1].duration_s) / np.mean(runs[0].duration_s)
+    assert 1.0 < planned < 1.05
+    assert simulated == pytest.approx(planned, abs=0.01)

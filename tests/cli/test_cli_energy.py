@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -73,3 +74,15 @@ def test_fit_power_names_the_folder_it_reads(tmp_path: Path) -> None:
     assert result.exit_code == 2
     line = result.stderr.strip()
     assert line.startswith("error: data-dir: has no zeus_nsdi23/ folder") and "\n" not in line
+
+
+def test_a_clock_just_under_the_default_is_not_printed_as_throttled_to_100_percent() -> None:
+    # QA 38 E: a T4 at its 70 W default drew the step at 99.6% clock: "throttled to 100% clock"
+    result = runner.invoke(
+        app,
+        ["predict", "energy", "--workload", "resnet50", "--batch-size", "64", "--gpu", "T4",
+         "--precision", "fp16"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    clock = re.search(r"throttled to ([\d.]+)% clock", result.output.splitlines()[0])
+    assert clock is None or float(clock.group(1)) < 100.0

@@ -781,6 +781,9 @@ def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
     if c.market == "spot":
         # in GPUs, as simulate train and the scaling line count them (an 8-GPU node: 8)
         out["spot simulation"] = validation_for("spot-training", gpus, precision, n).text()
+    if c.energy_kwh is not None:
+        # the board power behind kWh and kg CO2e, per GPU as predict energy states it
+        out["power model (energy)"] = validation_for("power-model", gpus, precision, 1).text()
     if "offload" in c.memory_plan:
         # the host's Adam step (the offload's own model); PCIe and overlap are not validated
         out["offload: CPU Adam step"] = validation_for("cpu-adam", ["cpu"], "fp32").text()

@@ -52,6 +52,7 @@ from gpucast.domain.systems import (
 from gpucast.domain.units import count_of, format_duration, parse_duration_s
 from gpucast.domain.variability import (
     balance_batches_option,
+    check_synchronous_only,
     check_variability_options,
     exclude_slowest_option,
     gpu_variability_option,
@@ -275,6 +276,11 @@ class SimulateTrainRequest:
                 got="--strategy ps-async",
                 fix="use --strategy allreduce, ps-sync or fsdp, or drop --elastic",
             )
+        if _strategy(self.strategy) == "ps-async":
+            check_synchronous_only(
+                self.exclude_slowest, self.balance_batches, strategy="ps-async",
+                fix="use --strategy allreduce, ps-sync or fsdp, or drop the flag",
+            )  # fmt: skip
         check_lr_rule(self.lr_rule, self.optimizer)
         if (self.lr_rule is not None or self.optimizer is not None) and not self.elastic:
             raise InvalidSpecError(
@@ -811,21 +817,28 @@ def simulate_train(
     nvlink = all(catalog.gpu(g.gpu).interconnect_gbps is not None for g in groups)
     if cluster is not None:
         nvlink = cluster.shape.intra_node != "pcie"
-    table, speed_src = tinputs.speed_table(
-        groups,
-        single,
-        model.value,
-        work,
-        strategy=request.strategy,
-        ps_shards=ps,
-        ps_region=request.region,
-        network=network,
-        rtt_s=request.inter_region_rtt_ms / 1e3,
-        catalog=catalog,
-        gpus_per_node=gpn,
-        intra_node_gbps=intra_gbps,
-        collective=perf.collective_for(rdma=rdma, nvlink=nvlink),
-    )
+
+    def speed_table(scale: float = 1.0) -> tuple[Any, str]:
+        """The cluster's speed with every worker's step ``scale`` times longer."""
+        return tinputs.speed_table(
+            groups,
+            single,
+            model.value,
+            work,
+            strategy=request.strategy,
+            ps_shards=ps,
+            ps_region=request.region,
+            network=network,
+            rtt_s=request.inter_region_rtt_ms / 1e3,
+            catalog=catalog,
+            gpus_per_node=gpn,
+            intra_node_gbps=intra_gbps,
+            collective=perf.collective_for(rdma=rdma, nvlink=nvlink),
+            step_scale=None if scale == 1.0 else (lambda live: [scale] * len(live)),
+        )
+
+    table, speed_src = speed_table()
+    base_table = table  # before --elastic re-plans the batches
     synchronous = request.strategy != "ps-async"
     notes: list[str] = list(memory_notes)
     elastic_notes: tuple[Assumption, ...] = ()
@@ -934,11 +947,29 @@ def simulate_train(
             f"replacement); every change in ready nodes costs {scenario.reshard_s:.0f} s"
         )
     spread = gpu_variability(request.gpu_variability, store)
+    compute_share = 1.0
     if spread.value is not None:
+        n_gpus = sum(g.count * g.gpus for g in groups)
+        paced = synchronous and not request.balance_batches
+        slowdown = spread.value.slowdown(
+            [n_gpus], sync=[paced], exclude=request.exclude_slowest,
+            gpus_per_node=max(g.gpus for g in groups),
+        )[0]  # fmt: skip
+        # the share of a slowdown that reaches the step, read at the expected one: the
+        # exposed communication does not stretch (plan train slows the compute alone)
+        counts = tuple(g.count for g in groups)
+        stretched = 1.0 / float(speed_table(float(slowdown))[0].table[counts])
+        at_one = 1.0 / float(base_table.table[counts])
+        compute_share = (
+            min(1.0, max(0.0, (stretched / at_one - 1.0) / (slowdown - 1.0)))
+            if slowdown > 1.0 + 1e-9 else 1.0
+        )  # fmt: skip
         notes.append(
             "every run draws one speed factor per GPU ("
             + variability_assumption(spread, request.exclude_slowest, request.balance_batches).value
-            + ")"
+            + f"); expected slowdown x{float(slowdown):.3f} on {n_gpus:,} GPUs (the closed form "
+            f"plan train multiplies a step's compute by; {compute_share:.0%} of it reaches the "
+            "step, the exposed communication does not stretch)"
         )
     lo = min(s.lower_ratio for s in single.values())
     hi = max(s.upper_ratio for s in single.values())
@@ -1029,6 +1060,7 @@ def simulate_train(
             variability=spread.value,
             exclude_slowest=request.exclude_slowest,
             balance_batches=request.balance_batches,
+            compute_share=compute_share,
             sources=sources,
             notes=notes,
             move=move,

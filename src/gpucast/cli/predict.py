@@ -104,6 +104,8 @@ def energy(
     if json_out:
         emit_json(r.to_dict())
         return
+    # a clock within 0.5% of the default keeps a decimal: not "throttled to 100% clock"
+    clock = format(r.clock_fraction, ".0%" if r.clock_fraction < 0.995 else ".1%")
     console.print(
         f"{r.workload} (batch {r.batch_size}, {r.precision_text}) on {r.gpu} at "
         f"{r.power_limit_w:g} W"
@@ -111,7 +113,7 @@ def energy(
         f"[{r.step_time_lower_s * 1e3:.1f}, {r.step_time_upper_s * 1e3:.1f}], "
         f"{r.avg_power_w:.0f} W [{r.avg_power_lower_w:.0f}, {r.avg_power_upper_w:.0f}], "
         f"{r.energy_j_per_step:.1f} J/step"
-        f"{', throttled to ' + format(r.clock_fraction, '.0%') + ' clock' if r.throttled else ''}",
+        f"{', throttled to ' + clock + ' clock' if r.throttled else ''}",
         highlight=False,
     )
     epoch = r.to_dict()["epoch"]

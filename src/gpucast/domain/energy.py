@@ -50,15 +50,20 @@ def power_limit_option(what: str = "") -> Any:
     )
 
 
-def eta_option() -> Any:
+def eta_option(default: float | None = DEFAULT_ETA) -> Any:
+    """``--eta``; ``default`` None (plan train): unset unless given, so that a value given
+    without ``--power-limit auto`` -- 0.5 included -- can be refused rather than ignored."""
     return option(
-        DEFAULT_ETA,
+        default,
         help="Zeus's knob for --power-limit auto: cost = eta x energy + (1 - eta) x max power "
-        "x time (1: energy only, 0: time only).",
+        "x time (1: energy only, 0: time only)."
+        + (f" [default: {DEFAULT_ETA:g}]" if default is None else ""),
         example="0.5",
     )
 
 
-def check_eta(eta: float) -> None:
+def check_eta(eta: float | None) -> None:
+    if eta is None:
+        return
     if isinstance(eta, bool) or not (math.isfinite(eta) and 0.0 <= eta <= 1.0):
         raise InvalidSpecError("eta", "must be in [0, 1]", got=eta, fix="e.g. --eta 0.5")

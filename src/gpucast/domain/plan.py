@@ -26,7 +26,7 @@ from gpucast.domain.convergence import (
     optimizer_option,
     parse_target,
 )
-from gpucast.domain.energy import check_eta, eta_option, power_limit_option
+from gpucast.domain.energy import DEFAULT_ETA, check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.limits import (
     allow_large_option,
@@ -68,6 +68,7 @@ from gpucast.domain.systems import (
 from gpucast.domain.units import duration_s
 from gpucast.domain.variability import (
     balance_batches_option,
+    check_synchronous_only,
     check_variability_options,
     exclude_slowest_option,
     gpu_variability_option,
@@ -287,7 +288,7 @@ class TrainRequest:
     power_limit: float | str | None = power_limit_option(
         " Energy and carbon use the power model fitted on the Zeus traces."
     )
-    eta: float = eta_option()
+    eta: float | None = eta_option(None)  # None: DEFAULT_ETA, not given
     nvme_gbps: float | None = option(
         None,
         help="The node's local NVMe bandwidth in GB/s (all drives, shared by its GPUs): where "
@@ -399,6 +400,11 @@ class TrainRequest:
                 got=bad[0],
                 fix="e.g. --strategy ddp,fsdp",
             )
+        if set(self.strategies) <= {"ps"}:  # as simulate train refuses them
+            check_synchronous_only(
+                self.exclude_slowest, self.balance_batches, strategy="ps",
+                fix="add --strategy ddp or fsdp, or drop the flag",
+            )  # fmt: skip
         if self.elastic and set(self.strategies) <= {"ps"}:  # as simulate train refuses it
             raise InvalidSpecError(
                 "elastic",
@@ -429,7 +435,7 @@ class TrainRequest:
         check_spot_options(self.spot_scenario)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         check_eta(self.eta)
-        if not is_default(self, "eta") and str(self.power_limit).strip().lower() != "auto":
+        if self.eta is not None and str(self.power_limit).strip().lower() != "auto":
             raise InvalidSpecError(  # it was ignored: every GPU ran at the limit asked for
                 "eta",
                 "only applies with --power-limit auto (it weighs the energy and time of the "
@@ -483,6 +489,12 @@ class TrainRequest:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainRequest:
+        if (
+            isinstance(data, Mapping)
+            and data.get("eta") == DEFAULT_ETA
+            and str(data.get("power_limit")).lower() != "auto"
+        ):
+            data = {**data, "eta": None}  # a plan saved before session 38 stored the default
         return build(cls, data)
 
 

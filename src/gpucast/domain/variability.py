@@ -34,8 +34,9 @@ def gpu_variability_option() -> Any:
 def exclude_slowest_option() -> Any:
     return option(
         0.0,
-        help="Straggler-aware placement: rent enough GPUs to drop this share of the slowest "
-        "(e.g. 0.1 = 10%); needs --gpu-variability.",
+        help="Straggler-aware placement of synchronous jobs: rent enough GPUs to drop this "
+        "share of the slowest (0-0.5, e.g. 0.1 = 10%); needs --gpu-variability, not with "
+        "--balance-batches.",
         example="0.1",
     )
 
@@ -81,3 +82,31 @@ def check_variability_options(
             "needs a GPU-variability profile to know who the stragglers are",
             fix="add --gpu-variability typical (or a measured fleet)",
         )
+    if exclude_slowest > 0 and balance_batches:
+        raise InvalidSpecError(
+            "exclude-slowest",
+            "has no straggler to drop with --balance-batches (a balanced job runs at its "
+            "GPUs' mean speed, not its slowest's)",
+            got=exclude_slowest,
+            fix="drop --exclude-slowest or --balance-batches",
+        )
+
+
+def check_synchronous_only(
+    exclude_slowest: float, balance_batches: bool, *, strategy: str, fix: str
+) -> None:
+    """``--exclude-slowest`` and ``--balance-batches`` act where the slowest GPU paces a
+    synchronous job: refused for a job of asynchronous PS workers (``strategy``), which run at
+    their mean speed -- rather than ignored (simulate train billed the probe nodes of one)."""
+    for flag, used in (
+        ("exclude-slowest", exclude_slowest > 0),
+        ("balance-batches", balance_batches),
+    ):
+        if used:
+            raise InvalidSpecError(
+                flag,
+                "acts where the slowest GPU paces a synchronous job; asynchronous PS workers "
+                "run at their mean speed",
+                got=f"--strategy {strategy}",
+                fix=fix,
+            )

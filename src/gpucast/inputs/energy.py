@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpucast.domain.energy import DEFAULT_ETA
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.provenance import Sourced
 from gpucast.inputs.data import data_path
@@ -201,12 +202,13 @@ def plan_power(
     mode = "default" if limit is None else ("auto" if limit == "auto" else "fixed")
     roof = facts.roofline_workload(1)
     share = kernel_share(roof.n_kernels, efficiency.kernel_overhead_s, efficiency.step_overhead_s)
+    eta = DEFAULT_ETA if request.eta is None else float(request.eta)
     setting = PowerSetting(
         model=model.value,
         boards=boards,
         mode=mode,
         limit_w=limit if isinstance(limit, float) else None,
-        eta=request.eta,
+        eta=eta,
         kernel_share=share,
     )
     if isinstance(limit, float):
@@ -218,7 +220,7 @@ def plan_power(
             + "; the compute slows as the clock falls"
         )
     elif limit == "auto":
-        what = f"per GPU type and batch, the limit minimising Zeus's cost (eta {request.eta:g})"
+        what = f"per GPU type and batch, the limit minimising Zeus's cost (eta {eta:g})"
     else:
         what = "every GPU at its default power limit"
     assumed = sorted(g for g in gpus if g in boards and boards[g].min_power_limit_w is None)

@@ -69,7 +69,8 @@ def variability_assumption(
         )
         if exclude_slowest > 0:
             value += (
-                f"; the slowest {exclude_slowest:.0%} dropped by whole nodes: ceil(nodes / "
+                f"; the slowest {exclude_slowest:.0%} dropped by whole nodes (synchronous "
+                "jobs: asynchronous workers run at their mean speed): ceil(nodes / "
                 f"{1 - exclude_slowest:.2g}) are started, a minute of steps ranks them (a node "
                 "is as fast as its slowest GPU) and the slowest are released, billed for "
                 "their start-up and that minute"

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.units import count_of
 from gpucast.predict.power import BoardPower, PowerModel, energy_optimal, power_limit_grid
 
@@ -34,6 +34,36 @@ MODES: tuple[str, ...] = ("default", "fixed", "auto")
 #: Energy or carbon within this share of the least counts as tied when a plan ranks by it (the
 #: power model's own error is ~20%): the cheapest tied row is the pick.
 OBJECTIVE_TIE = 0.02
+
+
+def ungridded_note(regions: Sequence[str]) -> tuple[str, ...]:
+    """A plan's note naming the ``regions`` (provider/region) whose plans have an energy
+    figure but no grid carbon figure, or none."""
+    if not regions:
+        return ()
+    return (
+        f"no grid carbon figure for {', '.join(regions)}: plans there show no kg CO2e and are "
+        "not ranked by carbon (add the region's gCO2e/kWh to gpucast/catalog/data/"
+        "grid_carbon.csv)",
+    )
+
+
+def no_figure_error(ungridded: Sequence[str]) -> NoFeasiblePlanError:
+    """The error of a plan ranked by energy or carbon where no feasible plan has the figure:
+    ``ungridded`` (the regions whose plans have energy but no grid figure) names a missing grid
+    figure; none: the GPUs lack power facts."""
+    if ungridded:
+        return NoFeasiblePlanError(
+            "objective: carbon needs the grid's carbon intensity, and no feasible plan's region "
+            f"has one ({', '.join(ungridded)})",
+            fix="rank by --objective energy, or add the region's gCO2e/kWh to "
+            "gpucast/catalog/data/grid_carbon.csv",
+        )
+    return NoFeasiblePlanError(
+        "objective: no feasible plan's GPU has power facts (max_power_limit_w)",
+        fix="rank by cheapest or fastest, or plan on GPUs with max_power_limit_w in "
+        "gpucast/catalog/data/gpus.csv",
+    )
 
 
 def clamped_limits(limit_w: float, boards: Sequence[BoardPower]) -> dict[str, float]:

@@ -54,7 +54,7 @@ from gpucast.domain.parallel import (
 )
 from gpucast.domain.plan import check_pue
 from gpucast.domain.units import format_amount, format_duration
-from gpucast.plan.energy import OBJECTIVE_TIE, PowerSetting
+from gpucast.plan.energy import OBJECTIVE_TIE, PowerSetting, no_figure_error
 from gpucast.plan.inputs import RiskInputs
 from gpucast.plan.pareto import pareto_front_2d, spread
 from gpucast.plan.risk import (
@@ -611,6 +611,12 @@ def plan_llm(
         return cheapest(i)
 
     pick = min(ok, key=wanted) if ok else None
+    if pick is not None and objective in ("energy", "carbon") and math.isinf(wanted(pick)[0]):
+        # no row has the figure: the pick would be the cheapest, labelled by the objective
+        raise no_figure_error(
+            sorted({f"{rows[i].provider}/{rows[i].region}" for i in ok
+                    if rows[i].energy_kwh is not None and rows[i].co2e_kg is None})
+        )  # fmt: skip
     if pick is not None and objective in ("energy", "carbon"):
         # rows within OBJECTIVE_TIE of the least figure are ties the model cannot tell apart
         # (a spot row's start-ups add ~1%): the cheapest of them

@@ -60,7 +60,7 @@ from gpucast.domain.systems import NO_PRICE_NOTE, ClusterSpec
 from gpucast.domain.units import GIB
 from gpucast.plan.cluster_step import cluster_perf
 from gpucast.plan.efficiency import at_batch_note, workload_family
-from gpucast.plan.energy import OBJECTIVE_TIE
+from gpucast.plan.energy import OBJECTIVE_TIE, no_figure_error, ungridded_note
 from gpucast.plan.evaluate import (
     BOTTLENECKS,
     EvalMemo,
@@ -1085,8 +1085,9 @@ def plan_training(
     cheapest = int(np.lexsort((t, c))[0])
     fastest = int(np.lexsort((c, t))[0])
     kwh, co2 = _energy(ctx, res, rows, gpu_s)
+    ungridded = _ungridded(res, rows, kwh, co2)
     greenest = {
-        name: _least(values, c, t, request.objective == name, then=other)
+        name: _least(values, c, t, request.objective == name, then=other, ungridded=ungridded)
         for name, values, other in (("energy", kwh, co2), ("carbon", co2, kwh))
     }
     efficiency, good = efficiency_and_goodput(res, rows)
@@ -1247,7 +1248,8 @@ def plan_training(
             if ctx.cluster is not None and not ctx.cluster.priced
             else ()
         )
-        + _estimated_prices(res, [int(rows[j]) for j in order], picks[request.objective]),
+        + _estimated_prices(res, [int(rows[j]) for j in order], picks[request.objective])
+        + (ungridded_note(ungridded) if request.objective == "carbon" else ()),
         batch_choice=choice,
         batch_why=batch_why(choice, request.objective),
         learner_choice=learners,
@@ -1299,21 +1301,32 @@ def _energy(
     return kwh, kwh * intensity / 1000.0
 
 
+def _ungridded(res: SearchResult, rows: IntArray, kwh: FloatArray, co2: FloatArray) -> list[str]:
+    """The regions (provider/region) of feasible plans with an energy figure but no grid
+    carbon figure: their plans have no kg CO2e and are not ranked by carbon."""
+    off, o = res.space.offers, res.space.offer[rows]
+    lost = np.flatnonzero(np.isfinite(kwh) & ~np.isfinite(co2))
+    return sorted({f"{off.provider[k]}/{off.region[k]}" for k in o[lost].tolist()})
+
+
 def _least(
-    values: FloatArray, cost: FloatArray, time_s: FloatArray, wanted: bool, *, then: FloatArray
+    values: FloatArray,
+    cost: FloatArray,
+    time_s: FloatArray,
+    wanted: bool,
+    *,
+    then: FloatArray,
+    ungridded: list[str],
 ) -> int | None:
     """The feasible plan with the least ``values``, plans within :data:`OBJECTIVE_TIE` of it
     counting as tied (the cheapest of them, then the fastest, then the least ``then``: the
     same offer in a cleaner region wins an energy tie); None when no plan has a figure -- an
-    error when the request ranks by it."""
+    error when the request ranks by it, naming what is missing (``ungridded``: the regions
+    whose plans have energy but no grid figure)."""
     known = np.flatnonzero(np.isfinite(values))
     if not known.size:
         if wanted:
-            raise NoFeasiblePlanError(
-                "objective: no feasible plan has power facts and a grid figure for its region",
-                fix="rank by cheapest or fastest, or plan on GPUs with max_power_limit_w in "
-                "gpucast/catalog/data/gpus.csv",
-            )
+            raise no_figure_error(ungridded)
         return None
     tied = known[values[known] <= np.min(values[known]) * (1.0 + OBJECTIVE_TIE)]
     order = np.lexsort((then[tied], time_s[tied], cost[tied]))

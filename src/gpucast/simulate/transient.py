@@ -1498,6 +1498,7 @@ def simulate_scenario(
     variability: SpeedVariability | None = None,
     exclude_slowest: float = 0.0,
     balance_batches: bool = False,
+    compute_share: float = 1.0,
     sources: dict[str, str] | None = None,
     notes: Sequence[str] = (),
     move: Move | None = None,
@@ -1518,10 +1519,13 @@ def simulate_scenario(
 
     ``variability``: each run draws one speed factor per GPU of the cluster (from a third
     stream, so runs without it are unchanged bit for bit) and runs at its slowest GPU's pace
-    when the job is synchronous (``scenario.worker_loss_restarts``), at the mean speed of its
-    workers otherwise; ``exclude_slowest`` rents ``ceil(n / (1 - share))`` GPUs per run and
-    keeps the fastest ``n``. A replacement keeps the factor of the GPU it replaces. With
-    ``balance_batches`` a synchronous job's batch is split by speed: it runs at the mean speed.
+    when the job is synchronous (``scenario.worker_loss_restarts`` or ``scenario.elastic``), at
+    the mean speed of its workers otherwise; ``exclude_slowest`` rents ``ceil(n / (1 -
+    share))`` GPUs per run of a job its slowest GPU paces and keeps the fastest ``n``. A
+    replacement keeps the factor of the GPU it replaces. With ``balance_batches`` a
+    synchronous job's batch is split by speed: it runs at the mean speed. ``compute_share``:
+    how much of a GPU's slowdown ``f`` reaches the step, ``1 + share (f - 1)`` (1: the whole
+    step; less where communication is exposed, which no slow GPU stretches).
     """
     transient_ss, on_demand_ss, variability_ss = np.random.SeedSequence(seed).spawn(3)
     slowdowns: dict[bool, FloatArray] = {}
@@ -1530,17 +1534,23 @@ def simulate_scenario(
         servers = sum(w.count for w in scenario.workers)
         per_server = max(1, max(int(w.gpus) for w in scenario.workers))
         vrng = np.random.default_rng(variability_ss)
+        # an elastic job is synchronous too (it only goes on without a lost node); the
+        # slowest are dropped where they pace the job, as plan train prices it
+        sync = (scenario.worker_loss_restarts or scenario.elastic) and not balance_batches
+        exclude = exclude_slowest if sync else 0.0
         for kind in (True, False):
             slowdowns[kind] = run_slowdowns(
                 variability,
                 vrng,
                 runs,
                 sum(w.count * max(1, int(w.gpus)) for w in scenario.workers),
-                sync=scenario.worker_loss_restarts and not balance_batches,
-                exclude=exclude_slowest,
+                sync=sync,
+                exclude=exclude,
                 gpus_per_node=per_server,
             )
-        extra = int(rented_nodes(servers, exclude_slowest)) - servers
+            # a slow GPU stretches the step's compute, not its exposed communication
+            slowdowns[kind] = 1.0 + compute_share * (slowdowns[kind] - 1.0)
+        extra = int(rented_nodes(servers, exclude)) - servers
         if extra > 0:
             for kind in (True, False):
                 probes[kind] = _probe_bill(
