@@ -818,6 +818,8 @@ def simulate_train(
     if cluster is not None:
         nvlink = cluster.shape.intra_node != "pcie"
 
+    ps_region = request.region  # narrowed above; a closure does not keep the narrowing
+
     def speed_table(scale: float = 1.0) -> tuple[Any, str]:
         """The cluster's speed with every worker's step ``scale`` times longer."""
         return tinputs.speed_table(
@@ -827,7 +829,7 @@ def simulate_train(
             work,
             strategy=request.strategy,
             ps_shards=ps,
-            ps_region=request.region,
+            ps_region=ps_region,
             network=network,
             rtt_s=request.inter_region_rtt_ms / 1e3,
             catalog=catalog,
