@@ -176,27 +176,39 @@ def distributed_table(d: DistributedMeasurement) -> Table:
 
 @contextlib.contextmanager
 def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
-    """A transient progress line on stderr; yields the ``on_progress`` callback to feed it."""
+    """A transient progress line on stderr; yields the ``on_progress`` callback to feed it.
+    Off a terminal (a log, CI) the latest state comes as ``working``'s plain periodic lines,
+    as every long verb's does: a measurement's slow steps are never silent for minutes."""
     from rich.progress import Progress as RichProgress
     from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    latest = [f"{what}: building model"]
+
+    def describe(p: Progress) -> str:
+        if p.phase == "warmup":
+            return f"{what}: warming up ({p.n_warmup} steps)"
+        ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
+        return f"{what}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
+
+    if not err_console.is_terminal:
+
+        def remember(p: Progress) -> None:
+            latest[0] = describe(p)
+
+        with working(lambda: latest[0]):
+            yield remember
+        return
     with RichProgress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
-        disable=not err_console.is_terminal,
     ) as bar:
-        task = bar.add_task(f"{what}: building model", total=None)
+        task = bar.add_task(latest[0], total=None)
 
         def show(p: Progress) -> None:
-            if p.phase == "warmup":
-                text = f"{what}: warming up ({p.n_warmup} steps)"
-            else:
-                ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
-                text = f"{what}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
-            bar.update(task, description=escape(text))
+            bar.update(task, description=escape(describe(p)))
 
         yield show
 
