@@ -177,38 +177,31 @@ def distributed_table(d: DistributedMeasurement) -> Table:
 @contextlib.contextmanager
 def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
     """A transient progress line on stderr; yields the ``on_progress`` callback to feed it.
-    Off a terminal (a log, CI) the latest state comes as ``working``'s plain periodic lines,
-    as every long verb's does: a measurement's slow steps are never silent for minutes."""
+    Off a terminal (a log, CI) ``working``'s plain periodic lines carry the latest state."""
     from rich.progress import Progress as RichProgress
     from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
     latest = [f"{what}: building model"]
 
-    def describe(p: Progress) -> str:
-        if p.phase == "warmup":
-            return f"{what}: warming up ({p.n_warmup} steps)"
+    def remember(p: Progress) -> None:
         ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
-        return f"{what}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
+        latest[0] = (
+            f"{what}: warming up ({p.n_warmup} steps)"
+            if p.phase == "warmup"
+            else f"{what}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
+        )
 
     if not err_console.is_terminal:
-
-        def remember(p: Progress) -> None:
-            latest[0] = describe(p)
-
         with working(lambda: latest[0]):
             yield remember
         return
-    with RichProgress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with RichProgress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task(latest[0], total=None)
 
         def show(p: Progress) -> None:
-            bar.update(task, description=escape(describe(p)))
+            remember(p)
+            bar.update(task, description=escape(latest[0]))
 
         yield show
 
