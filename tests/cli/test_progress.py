@@ -54,3 +54,43 @@ def test_an_in_memory_stderr_gets_no_progress_lines(monkeypatch: pytest.MonkeyPa
     with _common.working("captured"):
         threading.Event().wait(0.2)  # time for a line that must not come
     assert stderr.getvalue() == ""
+
+
+def test_a_measurement_off_a_terminal_prints_its_latest_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """QA 38 R F1: `measure train` in a log was silent for 10 minutes (its Rich bar is off
+    there); it now prints the plain lines every long verb prints, with the latest samples."""
+    from gpucast.cli.measure import progress_line
+    from gpucast.measure.harness import Progress
+
+    class _Needle(_Recorder):
+        """Says when a line naming the latest samples has come."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.latest = threading.Event()
+
+        def write(self, text: str) -> int:
+            if "4 samples" in text:
+                self.latest.set()
+            return super().write(text)
+
+    stderr = _Needle()
+    monkeypatch.setattr("sys.stderr", stderr)
+    monkeypatch.setattr(_common, "PLAIN_FIRST_S", 0.0)
+    monkeypatch.setattr(_common, "PLAIN_EVERY_S", 0.01)
+    step = Progress(
+        phase="measure",
+        n_warmup=3,
+        n_samples=4,
+        elapsed_s=1.0,
+        mean_s=0.5,
+        ci_halfwidth_rel=0.25,
+        target_ci=0.02,
+    )
+    with progress_line("train mlp") as show:
+        show(step)
+        assert stderr.latest.wait(timeout=60)  # an event, not a wall-clock bound
+    assert stderr.getvalue().startswith("... still train mlp: ")
+    assert "... still train mlp: 4 samples, CI ±25.0% (target ±2.0%) (" in stderr.getvalue()

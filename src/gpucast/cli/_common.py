@@ -7,7 +7,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,12 +81,14 @@ def _real_stream(stream: Any) -> bool:
 
 
 @contextlib.contextmanager
-def working(message: str) -> Iterator[None]:
+def working(message: str | Callable[[], str]) -> Iterator[None]:
     """Progress on stderr while a verb computes: a Rich spinner in a terminal, else a plain
     line ``... still <message> (N s)`` after :data:`PLAIN_FIRST_S` and every
-    :data:`PLAIN_EVERY_S` after that."""
+    :data:`PLAIN_EVERY_S` after that. ``message`` may be a callable, read at each line (a
+    measurement's latest sample count); a terminal shows its first value."""
     if err_console.is_terminal:
-        with err_console.status(message, spinner="dots"):
+        text = message() if callable(message) else message
+        with err_console.status(text, spinner="dots"):
             yield
         return
     if not _real_stream(sys.stderr):  # captured in-process (a test runner): keep it clean
@@ -99,7 +101,8 @@ def working(message: str) -> Iterator[None]:
         wait = PLAIN_FIRST_S
         while not done.wait(wait):
             elapsed = time.monotonic() - start
-            sys.stderr.write(f"... still {message} ({elapsed:.0f} s)\n")
+            text = message() if callable(message) else message
+            sys.stderr.write(f"... still {text} ({elapsed:.0f} s)\n")
             sys.stderr.flush()
             wait = PLAIN_EVERY_S
 

@@ -176,27 +176,32 @@ def distributed_table(d: DistributedMeasurement) -> Table:
 
 @contextlib.contextmanager
 def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
-    """A transient progress line on stderr; yields the ``on_progress`` callback to feed it."""
+    """A transient progress line on stderr; yields the ``on_progress`` callback to feed it.
+    Off a terminal (a log, CI) ``working``'s plain periodic lines carry the latest state."""
     from rich.progress import Progress as RichProgress
     from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with RichProgress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    ) as bar:
-        task = bar.add_task(f"{what}: building model", total=None)
+    latest = [f"{what}: building model"]
+
+    def remember(p: Progress) -> None:
+        ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
+        latest[0] = (
+            f"{what}: warming up ({p.n_warmup} steps)"
+            if p.phase == "warmup"
+            else f"{what}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
+        )
+
+    if not err_console.is_terminal:
+        with working(lambda: latest[0]):
+            yield remember
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with RichProgress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task(latest[0], total=None)
 
         def show(p: Progress) -> None:
-            if p.phase == "warmup":
-                text = f"{what}: warming up ({p.n_warmup} steps)"
-            else:
-                ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
-                text = f"{what}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
-            bar.update(task, description=escape(text))
+            remember(p)
+            bar.update(task, description=escape(latest[0]))
 
         yield show
 
