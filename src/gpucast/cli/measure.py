@@ -250,10 +250,9 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
             )
         if trace.energy_note:
             err_console.print(escape(trace.energy_note), highlight=False)
-    if result.precision_note is not None:
-        err_console.print(f"precision: {escape(result.precision_note)}", highlight=False)
-    if result.options_note is not None:
-        err_console.print(f"options: {escape(result.options_note)}", highlight=False)
+    for what, note in (("precision", result.precision_note), ("options", result.options_note)):
+        if note is not None:
+            err_console.print(f"{what}: {escape(note)}", highlight=False)
     print_warnings(m)
     if result.run_id is not None:
         err_console.print(
