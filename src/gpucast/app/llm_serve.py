@@ -1297,6 +1297,9 @@ def plan_llm_serve(
     name, model_rate = request.model_rate
     spec = llm_model(name)
     engine = inference_engine(request.framework)
+    from gpucast.predict.llm_infer import resolve_precisions
+
+    resolve_precisions(engine, request.precision, request.kv_precision)  # before the search
     arrivals = request.arrivals if request.trace is None else f"trace:{request.trace}"
     traffic = inputs.llm_traffic(
         arrivals, spec=spec, rate_rps=request.rate or model_rate, duration_s=request.duration_s,
