@@ -1076,10 +1076,10 @@ class PlanLlmServeRequest:
             raise InvalidSpecError("rate", f"is given twice ({self.model} and --rate)")
         if rate is not None and not (math.isfinite(rate) and rate > 0):
             raise InvalidSpecError(
-                "rate",
-                "must be > 0 requests per second"
-                if math.isfinite(rate)
-                else "must be a finite number (requests per second)",
+                "model",
+                f"the rate in {self.model} must be "
+                + ("> 0 requests per second" if math.isfinite(rate)
+                   else "a finite number (requests per second)"),
                 got=rate, fix=f"e.g. --model {self.model.rpartition(':')[0]}:5",
             )  # fmt: skip
         _check_common(self)
