@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
 
 def print_saturation(sat: Saturation, *, probes: bool = False) -> None:
-    """The rate held (offered and served, one probe's) and the peak; with ``probes`` (a language model's) tokens/s at
-    saturation and a table of every rate tried with its TTFT / TPOT percentiles; then what
-    "held" meant."""
+    """The rate held (offered and served, one probe's) and the peak; with ``probes`` (a
+    language model's) tokens/s at saturation and a table of every rate tried with its TTFT /
+    TPOT percentiles; then what "held" meant."""
     top = sat.at_saturation
     held = (
         "no rate tried held"

@@ -235,9 +235,8 @@ class ClusterSpec:
         if not self.provider or not self.region:
             raise InvalidSpecError("cluster.provider/region", "must not be empty")
         g = self.grid_gco2e_per_kwh
-        if g is not None and (
-            isinstance(g, bool) or not isinstance(g, int | float) or not (math.isfinite(g) and g > 0)
-        ):
+        number = isinstance(g, int | float) and not isinstance(g, bool)
+        if g is not None and not (number and math.isfinite(g) and g > 0):
             raise InvalidSpecError(
                 "cluster.grid_gco2e_per_kwh", "must be a finite number > 0 (gCO2e/kWh)", got=g
             )
