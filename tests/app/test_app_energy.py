@@ -500,6 +500,23 @@ def test_plan_llm_train_by_carbon_without_any_grid_figure_is_refused(tmp_path: P
     assert gpucast.plan_llm_train(**job, cluster=lab, objective="energy", deadline="none").best
 
 
+def test_a_cluster_files_own_grid_intensity_prices_its_plans_carbon(tmp_path: Path) -> None:
+    # QA 38 E (open): an own cluster's grid intensity could only come from grid_carbon.csv
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(LAB + "grid_gco2e_per_kwh: 350\n")
+    plan = gpucast.plan_train(**PLAN, cluster=lab, objective="carbon")
+    assert plan.best is not None and plan.best.energy_kwh is not None
+    for c in plan.candidates:
+        assert c.co2e_kg == pytest.approx(c.energy_kwh * 350 / 1000)
+    grid = next(a for a in plan.assumptions if a.name == "grid carbon intensity")
+    assert grid.value.startswith("350 gCO2e/kWh for onprem/quebec (cluster file ")
+    assert "lab.yaml, line 10" in grid.value
+    job = {"model": "llama-3-8b", "tokens": 1e9, "seq_len": 4096, "global_batch": 64}
+    llm = gpucast.plan_llm_train(**job, cluster=lab, objective="carbon", deadline="none")
+    assert llm.best is not None and llm.best.energy_kwh is not None
+    assert llm.best.co2e_kg == pytest.approx(llm.best.energy_kwh * 350 / 1000)
+
+
 def test_a_plans_energy_states_the_power_models_validated_error_in_its_regime() -> None:
     # QA 38 E: predict energy said "not validated for L4, bf16" while a plan's kWh on L4 rested
     # only on the Zeus boards' MAPE in the assumption line

@@ -332,3 +332,25 @@ def test_the_fix_names_no_precision_already_given_or_one_that_does_not_fit() -> 
     assert "use a GPU with more memory (int8 or int4 weights do not fit either)" in str(
         caught.value
     )
+
+
+def test_a_kv_cache_precision_the_engine_cannot_keep_is_refused() -> None:
+    # QA 38 N #7: --kv-precision int4 was accepted (and priced) for vLLM, whose KV cache is
+    # fp16 / bf16 / fp8 only
+    job = {"model": "llama-3-8b", "gpu": "H100-SXM", "batch_size": 8, "input_len": 512,
+           "output_len": 128}  # fmt: skip
+    for call in (
+        lambda: gpucast.predict_infer(**job, kv_precision="int4"),
+        lambda: gpucast.plan_serve(
+            model="llama-3-8b:5", gpu=["H100-SXM"], kv_precision="int4", slo_tpot_ms=50
+        ),
+    ):
+        with pytest.raises(InvalidSpecError) as info:
+            call()
+        line = str(info.value)
+        assert line.startswith("kv-precision: vLLM keeps its KV cache in fp16, bf16 or fp8 only")
+        assert "docs.vllm.ai" in line and "\n" not in line
+    trt = gpucast.predict_infer(**job, kv_precision="int8", framework="tensorrt-llm")
+    assert trt.prediction.kv_precision == "int8"
+    with pytest.raises(InvalidSpecError, match="TensorRT-LLM keeps its KV cache in fp16, bf16"):
+        gpucast.predict_infer(**job, kv_precision="int4", framework="tensorrt-llm")

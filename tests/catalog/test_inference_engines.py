@@ -147,3 +147,12 @@ def test_gpu_factor_rows_are_parsed_strictly(row: str, message: str) -> None:
     twice = ",".join(GPU_FACTOR_COLUMNS) + "\n" + ("vllm,MI250,1.5,3,a,src,2026-12-06\n" * 2)
     with pytest.raises(DataFormatError, match="listed twice"):
         parse_gpu_factors(twice, load_inference_engines())
+
+
+def test_an_engines_kv_cache_precisions_carry_their_source() -> None:
+    # QA 38 N #7: which KV-cache formats an engine keeps is a catalog fact with a page
+    for engine in load_inference_engines():
+        assert bool(engine.kv_precisions) == engine.kv_source_url.startswith("https://")
+    assert inference_engine("vllm").kv_precisions == ("fp16", "bf16", "fp8")
+    with pytest.raises(DataFormatError, match="kv_source_url: is required with kv_precisions"):
+        parse_inference_engines(_csv(kv_precisions="fp16|fp8"))

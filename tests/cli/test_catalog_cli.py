@@ -283,7 +283,7 @@ def test_mig_says_how_the_profile_table_prices_a_slice() -> None:
 def test_tables_name_their_sources_in_a_footnote(argv: list[str], key: str) -> None:
     """QA 38 C #10: `catalog gpus` / `offers` tables showed no source (only --json had each
     row's source_url). A footnote names the sites with their row counts, which add up to the
-    rows shown."""
+    rows shown whose prices were read (F2: an estimated row's page is not its source)."""
     import re
 
     rows = json.loads(runner.invoke(app, ["catalog", *argv, "--json"]).stdout)[key]
@@ -291,6 +291,24 @@ def test_tables_name_their_sources_in_a_footnote(argv: list[str], key: str) -> N
     note = re.search(r"sources \(rows\): (.*?); each row's source_url in --json", text)
     assert note is not None, text
     counts = [int(part.rsplit(" ", 1)[1]) for part in note.group(1).split(", ")]
-    assert sum(counts) == len(rows) and counts == sorted(counts, reverse=True)
+    read = [r for r in rows if not r.get("price_estimated")]  # estimated rows: not read
+    assert sum(counts) == len(read) and counts == sorted(counts, reverse=True)
     if key == "offers":
         assert "github.com/skypilot-org/skypilot-catalog" in note.group(1)
+
+
+def test_estimated_offers_are_not_counted_as_read_from_their_source() -> None:
+    # F2 left: Azure rows labelled "(estimated): prices not read from any source" were counted
+    # under "sources (rows)" by their source_url (the vendor's price page)
+    result = CliRunner().invoke(
+        app, ["catalog", "offers", "--provider", "azure"], env={"COLUMNS": "400"}
+    )
+    assert result.exit_code == 0, result.output
+    import gpucast
+
+    offers = gpucast.catalog_offers(provider="azure").offers
+    guessed = sum(o.price_estimated for o in offers)
+    assert guessed and guessed < len(offers)
+    sources = next(line for line in result.output.splitlines() if "sources (rows):" in line)
+    assert "azure.microsoft.com" not in sources
+    assert f"(estimated): {guessed} rows' prices not read from any source" in result.output

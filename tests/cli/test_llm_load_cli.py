@@ -40,7 +40,11 @@ def test_find_saturation_text_and_json_agree() -> None:
     sat = out["saturation"]
     assert sat["saturation_rps"] > 2 and sat["peak_throughput_rps"] >= sat["saturation_rps"]
     assert "40 median request latencies" in sat["criterion"]
-    assert f"saturation: holds {sat['saturation_rps']:.1f} req/s offered" in text
+    held = f"held at {sat['offered_rps_at_saturation']:.1f} req/s offered, "
+    assert f"saturation: {held}{sat['served_rps_at_saturation']:.1f} served" in text
+    assert sat["saturation_rps"] == min(
+        sat["offered_rps_at_saturation"], sat["served_rps_at_saturation"]
+    )
     assert f"at saturation: {sat['tokens_per_s_at_saturation']:.0f} output tokens/s" in text
     assert "saturation probes" in text
     probes = sat["probes"]

@@ -325,8 +325,18 @@ def test_a_rate_in_the_model_that_is_not_finite_says_so() -> None:
         result = runner.invoke(app, ["plan", "serve", "--model", f"llama-3-8b:{bad}",
                                      "--slo-ttft-ms", "500"])  # fmt: skip
         assert result.exit_code == 2
-        assert "rate: must be a finite number (requests per second)" in result.stderr
+        assert "must be a finite number (requests per second)" in result.stderr
         assert "e.g. --model llama-3-8b:5" in result.stderr
+
+
+def test_a_rate_in_the_model_at_or_below_zero_names_the_model_flag() -> None:
+    # F2 left: the --model NAME:RATE errors start with `model:`; a rate <= 0 said `rate:`
+    # (the --rate flag's field)
+    for bad in ("0", "-1", "nan"):
+        result = runner.invoke(app, ["plan", "serve", "--model", f"llama-3-8b:{bad}",
+                                     "--slo-ttft-ms", "500"])  # fmt: skip
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"error: model: the rate in llama-3-8b:{bad} must be")
 
 
 def test_simulate_serve_with_plan_serves_name_rate_form_names_rate() -> None:

@@ -289,3 +289,15 @@ def test_a_latency_table_names_a_planned_model_and_server(tmp_path: Path) -> Non
                          "--latency-table", f"mlp@T4={table}", "--json")  # fmt: skip
     assert code == 0, err
     assert "serving latency (your latency table + simulator)" in json.loads(out)["validation"]
+
+
+def test_the_arrivals_help_says_a_trace_replaces_it() -> None:
+    # QA 38 N #12: `--trace T --arrivals poisson` ran the trace without a word; an explicit
+    # poisson cannot be told from the default, so the help says --trace replaces it
+    from gpucast.app.serve import PlanServeRequest
+    from gpucast.domain.options import field_for
+
+    arrivals = field_for(PlanServeRequest, "arrivals")
+    assert arrivals is not None and "--trace FILE replaces it" in arrivals.info.help
+    result = CliRunner().invoke(app, ["plan", "serve", "--help"], env={"COLUMNS": "400"})
+    assert "--trace FILE replaces it" in result.output

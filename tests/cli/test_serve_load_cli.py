@@ -74,7 +74,7 @@ def test_find_saturation_reports_the_host_capacity(table: Path) -> None:
     assert "held" in sat["criterion"] and len(sat["probes"]) >= 3
     text = runner.invoke(app, [*SIM, "--latency-table", str(table), "--rate", "100",
                                "--host-capacity-rps", "300", "--find-saturation"])  # fmt: skip
-    assert "saturation: holds" in text.stdout and "peak throughput" in text.stdout
+    assert "saturation: held at" in text.stdout and "peak throughput" in text.stdout
 
 
 def test_engine_and_precision_change_the_curve() -> None:

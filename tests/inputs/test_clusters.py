@@ -259,6 +259,16 @@ def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> N
             InvalidSpecError,
             r"^cluster\.gpu_ids: needs a topology to name GPUs of .*add topology: dgx1-v100",
         ),
+        (
+            YAML + "grid_gco2e_per_kwh: 0\n",
+            InvalidSpecError,
+            r"^cluster\.grid_gco2e_per_kwh: must be a finite number > 0 gCO2e/kWh .*line 10",
+        ),
+        (
+            YAML + "grid_gco2e_per_kwh: .nan\n",
+            InvalidSpecError,
+            r"^cluster\.grid_gco2e_per_kwh: must be a finite number > 0 gCO2e/kWh",
+        ),
         ("gpu: [H100\n", DataFormatError, r"bad\.yaml, line \d+: not valid YAML"),
         ("- gpu\n- H100\n", DataFormatError, r"must be a mapping of cluster fields"),
         (

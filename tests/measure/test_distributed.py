@@ -128,6 +128,22 @@ def test_bad_input_fails_before_launching() -> None:
         measure_distributed("mlp", strategy="horovod", nproc=2, **FAST)
 
 
+def test_a_batch_bigger_than_the_device_is_refused_before_launching(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # F2 left: it failed inside the worker, a runtime error (exit 1), after the launch
+    from gpucast.measure.distributed import launcher
+
+    def no_launch(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a rank was launched")
+
+    monkeypatch.setattr(launcher, "popen_tied", no_launch)
+    huge = {**FAST, "batch_sizes": (100_000_000,)}
+    with pytest.raises(InvalidSpecError, match=r"^batch-size: batch size 100,000,000 of mlp") as e:
+        measure_distributed("mlp", strategy="ddp", nproc=2, **huge)
+    assert e.value.exit_code == 2 and "\n" not in str(e.value)
+
+
 @pytest.mark.gpu
 def test_ddp_on_gpus_uses_nccl() -> None:
     import torch

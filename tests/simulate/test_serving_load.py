@@ -271,3 +271,22 @@ def test_host_calibration_recovers_a_known_host_path() -> None:
         sim.calibrate_host_path(base, [(points[0][0], 0.001)])
     with pytest.raises(InvalidSpecError, match="no host capacity explains the rise"):
         sim.calibrate_host_path(base, [points[0], (points[1][0], points[0][1])])
+
+
+def test_the_saturation_figures_come_from_one_probe() -> None:
+    # QA 38 N #5: "holds 30.4 req/s" was one probe's served rate, the "at saturation:" figures
+    # another's (the held probe of the highest offered rate)
+    def probe(offered: float, served: float, tokens: float) -> sim.SaturationProbe:
+        return sim.SaturationProbe(
+            offered_rps=offered, served_rps=served, dropped_fraction=0.0, held=True,
+            p50_s=0.1, p99_s=0.2, tokens_per_s=tokens,
+        )  # fmt: skip
+
+    a, b = probe(30.54, 30.40, 7000.0), probe(30.81, 30.35, 6900.0)
+    sat = sim.Saturation(
+        saturation_rps=30.40, peak_throughput_rps=30.40, criterion="held", probes=(a, b)
+    )
+    assert sat.at_saturation is a
+    out = sat.to_dict()
+    assert (out["offered_rps_at_saturation"], out["served_rps_at_saturation"]) == (30.54, 30.40)
+    assert out["tokens_per_s_at_saturation"] == 7000.0

@@ -751,11 +751,16 @@ def sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
 
 
 def llm_energy(
-    catalog: Any, pue: float = 1.0, *, idle: str = "communication, pipeline bubble, host"
+    catalog: Any,
+    pue: float = 1.0,
+    *,
+    idle: str = "communication, pipeline bubble, host",
+    cluster: Any = None,
 ) -> tuple[Any, str]:
     """How LLM work prices power, energy and emissions (:class:`gpucast.plan.llm.LlmEnergy`),
-    and what that rests on (``idle``: what a GPU waits on)."""
-    from gpucast.catalog.carbon import grid_carbon
+    and what that rests on (``idle``: what a GPU waits on); a ``cluster``'s own grid figure
+    (:func:`gpucast.inputs.clusters.grid_intensities`) for its region."""
+    from gpucast.inputs.clusters import grid_intensities
     from gpucast.inputs.energy import power_model
     from gpucast.plan.energy import PowerSetting
     from gpucast.plan.llm import LlmEnergy
@@ -766,7 +771,7 @@ def llm_energy(
     energy = LlmEnergy(
         power=PowerSetting(model=model.value, boards=boards, kernel_share=1.0),
         pue=float(pue),
-        grid_gco2e_per_kwh={k: g.gco2e_per_kwh for k, g in grid_carbon().items()},
+        grid_gco2e_per_kwh=grid_intensities(cluster)[0],
     )
     note = (
         "each GPU at its default power limit, busy (compute, memory-bound and per-kernel time) "

@@ -522,6 +522,7 @@ def plan_llm_train(
     from gpucast.inputs.cluster import perf_params
     from gpucast.inputs.clusters import (
         cluster_gpu,
+        grid_intensities,
         host_link_gbps,
         intra_link_gbps,
         request_cluster,
@@ -617,11 +618,16 @@ def plan_llm_train(
     from gpucast.store.db import default_db_path
 
     spread = gpu_variability(request.gpu_variability, default_db_path())
-    energy, energy_note = llm_energy(catalog, request.pue)
+    energy, energy_note = llm_energy(catalog, request.pue, cluster=cluster)
     energy_note += (
         f"; a node's unused GPUs at idle; x PUE {request.pue:g}; spot rows over the Monte "
-        "Carlo's billed GPU-hours; emissions at the region's grid intensity "
-        "(catalog/data/grid_carbon.csv; none where a region has no figure)"
+        "Carlo's billed GPU-hours; emissions at the region's grid intensity ("
+        + (
+            "catalog/data/grid_carbon.csv; none where a region has no figure"
+            if cluster is None or cluster.grid_gco2e_per_kwh is None
+            else grid_intensities(cluster)[1]
+        )
+        + ")"
     )
     plan = plan_llm(
         spec,

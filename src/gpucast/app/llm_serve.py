@@ -1076,10 +1076,10 @@ class PlanLlmServeRequest:
             raise InvalidSpecError("rate", f"is given twice ({self.model} and --rate)")
         if rate is not None and not (math.isfinite(rate) and rate > 0):
             raise InvalidSpecError(
-                "rate",
-                "must be > 0 requests per second"
-                if math.isfinite(rate)
-                else "must be a finite number (requests per second)",
+                "model",
+                f"the rate in {self.model} must be "
+                + ("> 0 requests per second" if math.isfinite(rate)
+                   else "a finite number (requests per second)"),
                 got=rate, fix=f"e.g. --model {self.model.rpartition(':')[0]}:5",
             )  # fmt: skip
         _check_common(self)
@@ -1297,6 +1297,9 @@ def plan_llm_serve(
     name, model_rate = request.model_rate
     spec = llm_model(name)
     engine = inference_engine(request.framework)
+    from gpucast.predict.llm_infer import resolve_precisions
+
+    resolve_precisions(engine, request.precision, request.kv_precision)  # before the search
     arrivals = request.arrivals if request.trace is None else f"trace:{request.trace}"
     traffic = inputs.llm_traffic(
         arrivals, spec=spec, rate_rps=request.rate or model_rate, duration_s=request.duration_s,

@@ -62,11 +62,10 @@ def plan_train(
     plans from a stored profile or measurement.
     """
     from gpucast.catalog import load_catalog, offers_file
-    from gpucast.catalog.carbon import grid_carbon
     from gpucast.domain.convergence import parse_target
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import perf_params
-    from gpucast.inputs.clusters import node_link_gbps, request_cluster
+    from gpucast.inputs.clusters import grid_intensities, node_link_gbps, request_cluster
     from gpucast.inputs.convergence import target_evaluations
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
@@ -103,6 +102,7 @@ def plan_train(
     offers = offers_file(request.offers_file)
     catalog = load_catalog(offers)
     cluster = request_cluster(request, catalog)
+    grid, grid_source = grid_intensities(cluster)
     data_dir = published_data_dir(request.data_dir)
     # --precision auto: each GPU type the search evaluates trains in what practitioners use
     # on it (tf32: TF32 where it has the units); the workload is profiled once per precision
@@ -366,13 +366,15 @@ def plan_train(
         Assumption(
             name="grid carbon intensity",
             value="per region (gCO2e/kWh): Google's own figures for GCP, US EPA eGRID "
-            "subregions for AWS/Azure in the US, Ember national averages elsewhere",
-            source="gpucast/catalog/data/grid_carbon.csv (a source URL, year and note per row)",
-            override="",
+            "subregions for AWS/Azure in the US, Ember national averages elsewhere"
+            if cluster is None or cluster.grid_gco2e_per_kwh is None
+            else grid_source,
+            source=grid_source,
+            override="grid_gco2e_per_kwh in a --cluster file",
         ),
     )
     ctx = PlanContext(
-        grid_gco2e_per_kwh={k: g.gco2e_per_kwh for k, g in grid_carbon().items()},
+        grid_gco2e_per_kwh=grid,
         pue=request.pue,
         catalog=catalog,
         facts=facts,

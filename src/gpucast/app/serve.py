@@ -417,7 +417,8 @@ class PlanServeRequest:
     arrivals: str = option(
         "poisson",
         help="poisson | constant | bursty | trace:FILE, each model at its rate (a trace "
-        "time-scaled to it).",
+        "time-scaled to it). --trace FILE replaces it: with --trace the default poisson is "
+        "not used (another --arrivals is refused).",
         example="constant",
     )
     slo: str | None = option(

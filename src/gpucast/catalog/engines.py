@@ -46,6 +46,8 @@ ENGINE_COLUMNS = (
     "aliases",
     "bench_framework",
     "default_precision",
+    "kv_precisions",
+    "kv_source_url",
     "multi_gpu",
     "vendors",
     "max_sequences",
@@ -84,6 +86,8 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
                 aliases=split_bar(row["aliases"]),
                 bench_framework=row["bench_framework"],
                 default_precision=cast(InferPrecision, row["default_precision"]),
+                kv_precisions=split_bar(row["kv_precisions"]),
+                kv_source_url=row["kv_source_url"],
                 multi_gpu=cast(MultiGpu, row["multi_gpu"]),
                 vendors=split_bar(row["vendors"]),
                 max_sequences=parse_int(

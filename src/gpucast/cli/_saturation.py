@@ -16,15 +16,20 @@ if TYPE_CHECKING:
 
 
 def print_saturation(sat: Saturation, *, probes: bool = False) -> None:
-    """The rate held and the peak; with ``probes`` (a language model's) tokens/s at
-    saturation and a table of every rate tried with its TTFT / TPOT percentiles; then what
-    "held" meant."""
+    """The rate held (offered and served, one probe's) and the peak; with ``probes`` (a
+    language model's) tokens/s at saturation and a table of every rate tried with its TTFT /
+    TPOT percentiles; then what "held" meant."""
+    top = sat.at_saturation
+    held = (
+        "no rate tried held"
+        if top is None
+        else f"held at {top.offered_rps:.1f} req/s offered, {top.served_rps:.1f} served"
+    )
     console.print(
-        f"  saturation: holds {sat.saturation_rps:.1f} req/s offered; peak throughput "
-        f"{sat.peak_throughput_rps:.1f} req/s ({len(sat.probes)} rates tried)",
+        f"  saturation: {held}; peak throughput {sat.peak_throughput_rps:.1f} req/s served "
+        f"({len(sat.probes)} rates tried)",
         highlight=False,
     )
-    top = sat.at_saturation
     if probes and top is not None and top.tokens_per_s is not None:
         console.print(
             f"  at saturation: {top.tokens_per_s:.0f} output tokens/s, TTFT p99 "

@@ -93,10 +93,15 @@ def offers_table(result: OffersResult) -> Table:
             _fmt(o.spot_usd_per_hour, ".4f"),
             o.as_of.isoformat() + (" (estimated)" if o.price_estimated else ""),
         )
-    notes = [sources_caption([o.source_url for o in found])] if found else []
-    if any(o.price_estimated for o in found):
+    # an estimated row's source_url is the vendor's price page its price was not read from:
+    # counted as a source, it contradicted the "(estimated)" label (F2)
+    read = [o.source_url for o in found if not o.price_estimated]
+    notes = [sources_caption(read)] if read else []
+    guessed = sum(o.price_estimated for o in found)
+    if guessed:
         notes.append(
-            "(estimated): prices not read from any source -- refresh them with "
+            f"(estimated): {guessed} rows' prices not read from any source (their source_url "
+            "is the vendor's price page to check them on) -- refresh them with "
             "`gpucast catalog import-skypilot`"
         )
     table.caption = "\n".join(notes) or None

@@ -149,6 +149,10 @@ class EngineProfile:
     aliases: tuple[str, ...] = ()
     bench_framework: str = ""
     default_precision: InferPrecision = "fp16"
+    #: the precisions its KV cache can be kept in, and the page that says so (empty: not
+    #: stated in the catalog, so not checked)
+    kv_precisions: tuple[str, ...] = ()
+    kv_source_url: str = ""
     multi_gpu: MultiGpu = "tensor"
     #: the GPU vendors it runs on (empty: any -- llama.cpp's CUDA, HIP, SYCL and Vulkan
     #: back ends, eager PyTorch)
@@ -196,6 +200,12 @@ class EngineProfile:
         if not self.name:
             raise InvalidSpecError(f"{owner}.name", "must not be empty")
         check_precision(f"{owner}.default_precision", self.default_precision)
+        for kv in self.kv_precisions:
+            check_precision(f"{owner}.kv_precisions", kv)
+        if self.kv_precisions and not self.kv_source_url:
+            raise InvalidSpecError(
+                f"{owner}.kv_source_url", "is required with kv_precisions (the page that says so)"
+            )
         if self.multi_gpu not in MULTI_GPU_MODES:
             raise InvalidSpecError(
                 f"{owner}.multi_gpu", f"must be one of {', '.join(MULTI_GPU_MODES)}",
@@ -248,6 +258,20 @@ class EngineProfile:
                 fix="pick an engine that runs there, e.g. --framework vllm or llama.cpp",
             )
 
+    def check_kv_precision(self, kv: str) -> None:
+        """One clear error where the engine cannot keep its KV cache in ``kv``
+        (:attr:`kv_precisions`; not checked where the catalog states none)."""
+        if self.kv_precisions and kv not in self.kv_precisions:
+            *most, last = self.kv_precisions
+            kept = f"{', '.join(most)} or {last}" if most else last
+            raise InvalidSpecError(
+                "kv-precision",
+                f"{self.display_name} keeps its KV cache in {kept} only ({self.kv_source_url})",
+                got=kv,
+                fix=f"use --kv-precision {self.kv_precisions[-1]} (its smallest), or another "
+                "--framework",
+            )
+
     def with_params(
         self, params: Mapping[str, float], *, fitted_params: tuple[str, ...], fitted_on: str
     ) -> EngineProfile:
@@ -288,6 +312,8 @@ class EngineProfile:
             "aliases": list(self.aliases),
             "bench_framework": self.bench_framework,
             "default_precision": self.default_precision,
+            "kv_precisions": list(self.kv_precisions),
+            "kv_source_url": self.kv_source_url,
             "multi_gpu": self.multi_gpu,
             "vendors": list(self.vendors),
             "max_sequences": self.max_sequences,
@@ -316,6 +342,8 @@ class EngineProfile:
             aliases=tuple(str(a) for a in data.get("aliases", ())),
             bench_framework=str(data.get("bench_framework", "")),
             default_precision=data.get("default_precision", "fp16"),
+            kv_precisions=tuple(str(k) for k in data.get("kv_precisions", ())),
+            kv_source_url=str(data.get("kv_source_url", "")),
             multi_gpu=data.get("multi_gpu", "tensor"),
             vendors=tuple(str(v) for v in data.get("vendors", ())),
             max_sequences=int(data.get("max_sequences", 256)),

@@ -197,6 +197,9 @@ class ClusterSpec:
     ``price_usd_per_gpu_hour`` ``None``: no price given -- results show costs of 0 and say so.
     ``spot_usd_per_gpu_hour`` ``None``: no spot market (plans are on demand only).
     ``provider`` / ``region`` are labels for the results (``on-prem`` / ``local`` by default).
+    ``grid_gco2e_per_kwh`` ``None``: the grid's carbon intensity is the catalog's figure for
+    ``provider`` / ``region`` (``grid_carbon.csv``), if any; ``grid_source`` says where a given
+    one was written (``cluster file lab.yaml, line 7``).
     ``source`` says where it was described: a file path, ``catalog systems.csv: NAME``, or
     the flags; ``set_by`` lists the flags that changed that description (``--nodes 2``).
     """
@@ -207,6 +210,8 @@ class ClusterSpec:
     spot_usd_per_gpu_hour: float | None = None
     provider: str = ON_PREM
     region: str = LOCAL_REGION
+    grid_gco2e_per_kwh: float | None = None
+    grid_source: str = ""
     source: str
     set_by: tuple[str, ...] = ()
 
@@ -229,6 +234,12 @@ class ClusterSpec:
             )
         if not self.provider or not self.region:
             raise InvalidSpecError("cluster.provider/region", "must not be empty")
+        g = self.grid_gco2e_per_kwh
+        number = isinstance(g, int | float) and not isinstance(g, bool)
+        if g is not None and not (number and math.isfinite(g) and g > 0):
+            raise InvalidSpecError(
+                "cluster.grid_gco2e_per_kwh", "must be a finite number > 0 (gCO2e/kWh)", got=g
+            )
 
     @property
     def name(self) -> str:

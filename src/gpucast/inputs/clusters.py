@@ -21,6 +21,8 @@
       spot_usd_per_gpu_hour: 1   # optional: a spot market (plans are on demand only without)
       provider: on-prem          # labels (default on-prem / local)
       region: local
+      grid_gco2e_per_kwh: 350    # optional: the grid's carbon intensity (default: the
+                                 #   catalog's figure for provider/region, grid_carbon.csv)
 
 * ``NAME`` -- a node shape of the catalog (``catalog/data/systems.csv``, e.g. ``DGX-H100``),
   one node unless ``--nodes`` says more, no price unless ``--price-per-gpu-hour`` gives one;
@@ -89,6 +91,7 @@ FIELDS: tuple[str, ...] = (
     "spot_usd_per_gpu_hour",
     "provider",
     "region",
+    "grid_gco2e_per_kwh",
     "cpu",
     "note",
 )
@@ -105,12 +108,14 @@ EXAMPLES = {
     "spot_usd_per_gpu_hour": "1.0",
     "topology": "dgx1-v100",
     "gpu_ids": "0,1,2,3",
+    "grid_gco2e_per_kwh": "350",
 }
 #: What each bandwidth means, for the fixes (``intra_node_gbps``'s: :func:`_intra_example`,
 #: from the cluster's GPU in the catalog).
 UNITS = {
     "intra_node_gbps": "GB/s per GPU, both directions",
     "inter_node_gbps": "Gbit/s per node over the compute NICs, e.g. 8 x 400 Gbit/s NICs = 3200",
+    "grid_gco2e_per_kwh": "gCO2e/kWh of the grid where the cluster runs",
 }
 #: PCIe x16 GB/s per GPU, both directions, by generation (``PCIE_X16_GBIT_PER_S`` each way,
 #: in GB/s, twice): the link of a one-GPU node, and of a PCIe-only GPU in the hints.
@@ -408,6 +413,8 @@ def _build(
     spot = _number(origin, values, "spot_usd_per_gpu_hour", minimum=0.0, strict=False)
     if spot is not None and price is None:
         raise _required(origin, "price_usd_per_gpu_hour", "with spot_usd_per_gpu_hour")
+    grid = _number(origin, values, "grid_gco2e_per_kwh", minimum=0.0, strict=True)
+    grid_where = origin.where("grid_gco2e_per_kwh")
     try:
         shape = NodeShape(
             name=_text(values, "name", name),
@@ -432,6 +439,12 @@ def _build(
             spot_usd_per_gpu_hour=spot,
             provider=_text(values, "provider", ON_PREM),
             region=_text(values, "region", LOCAL_REGION),
+            grid_gco2e_per_kwh=grid,
+            grid_source=""
+            if grid is None
+            else f"cluster file {grid_where}"
+            if origin.kind == "file" and "grid_gco2e_per_kwh" not in origin.flagged
+            else grid_where,
             source=source,
         )
     except InvalidSpecError as exc:  # e.g. an odd GPU count on NVLink bridges
@@ -565,6 +578,26 @@ def load_cluster(
         changed.append(f"--price-per-gpu-hour {price_usd_per_gpu_hour:g}")
     cluster = _build(values, origin, catalog, name=name, source=source, source_url=url, as_of=as_of)
     return replace(cluster, set_by=tuple(changed)) if ref is not None else cluster
+
+
+#: Where the catalog's grid carbon intensities come from.
+CATALOG_GRID_SOURCE = "gpucast/catalog/data/grid_carbon.csv (a source URL, year and note per row)"
+
+
+def grid_intensities(cluster: ClusterSpec | None) -> tuple[dict[tuple[str, str], float], str]:
+    """gCO2e/kWh per (provider, region): the catalog's (``grid_carbon.csv``), with a cluster's
+    own ``grid_gco2e_per_kwh`` for its provider/region in place of the catalog's; and the
+    source of the figures the cluster's plans use."""
+    from gpucast.catalog.carbon import grid_carbon
+
+    grid = {k: g.gco2e_per_kwh for k, g in grid_carbon().items()}
+    if cluster is None or cluster.grid_gco2e_per_kwh is None:
+        return grid, CATALOG_GRID_SOURCE
+    grid[(cluster.provider, cluster.region)] = cluster.grid_gco2e_per_kwh
+    return grid, (
+        f"{cluster.grid_gco2e_per_kwh:g} gCO2e/kWh for {cluster.provider}/{cluster.region} "
+        f"({cluster.grid_source})"
+    )
 
 
 def _system_names() -> list[str]:

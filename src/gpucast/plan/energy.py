@@ -44,7 +44,7 @@ def ungridded_note(regions: Sequence[str]) -> tuple[str, ...]:
     return (
         f"no grid carbon figure for {', '.join(regions)}: plans there show no kg CO2e and are "
         "not ranked by carbon (add the region's gCO2e/kWh to gpucast/catalog/data/"
-        "grid_carbon.csv)",
+        "grid_carbon.csv, or grid_gco2e_per_kwh to a --cluster file)",
     )
 
 
@@ -57,7 +57,7 @@ def no_figure_error(ungridded: Sequence[str]) -> NoFeasiblePlanError:
             "objective: carbon needs the grid's carbon intensity, and no feasible plan's region "
             f"has one ({', '.join(ungridded)})",
             fix="rank by --objective energy, or add the region's gCO2e/kWh to "
-            "gpucast/catalog/data/grid_carbon.csv",
+            "gpucast/catalog/data/grid_carbon.csv (a --cluster file: grid_gco2e_per_kwh: 350)",
         )
     return NoFeasiblePlanError(
         "objective: no feasible plan's GPU has power facts (max_power_limit_w)",

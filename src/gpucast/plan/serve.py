@@ -624,8 +624,9 @@ def plan_serving(
             headroom=peak / request.total_rate_rps - 1.0 if peak > 0 else best.headroom,
         )
         notes["saturation"] = (
-            f"recommended deployment searched to {sat.saturation_rps:.1f} req/s offered (the "
-            f"same traffic time-scaled; {sat.criterion}); peak throughput {peak:.1f} req/s"
+            f"recommended deployment holds {sat.saturation_rps:.1f} req/s (the lesser of "
+            "offered and served at the highest rate held; the same traffic time-scaled; "
+            f"{sat.criterion}); peak throughput {peak:.1f} req/s served"
         )
     if planner.cut_by_cap:
         notes["search"] = (

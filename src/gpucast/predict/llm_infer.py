@@ -463,11 +463,13 @@ def resolve_precisions(
     engine: EngineProfile, precision: str | None, kv_precision: str | None
 ) -> tuple[str, str]:
     """(weights, KV cache): the engine's default weights; the KV cache in the weights'
-    precision for 16-bit and fp8 weights, fp16 under int8/int4 weight-only quantisation."""
+    precision for 16-bit and fp8 weights, fp16 under int8/int4 weight-only quantisation; one
+    the engine cannot keep (:meth:`EngineProfile.check_kv_precision`) refused."""
     weights = precision or engine.default_precision
     check_precision("precision", weights)
     kv = kv_precision or (weights if weights in ("fp16", "bf16", "fp8") else "fp16")
     check_precision("kv-precision", kv)
+    engine.check_kv_precision(kv)
     return weights, kv
 
 

@@ -1088,9 +1088,11 @@ class Saturation:
 
     @property
     def at_saturation(self) -> SaturationProbe | None:
-        """The held probe of the highest offered rate (None when none held)."""
+        """The held probe ``saturation_rps`` is read from (the most it both was offered and
+        served; None when none held): its offered and served rates and its latencies are
+        the ones reported together."""
         held = [p for p in self.probes if p.held]
-        return max(held, key=lambda p: p.offered_rps) if held else None
+        return max(held, key=lambda p: min(p.offered_rps, p.served_rps)) if held else None
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -1099,6 +1101,9 @@ class Saturation:
             "criterion": self.criterion,
         }
         top = self.at_saturation
+        if top is not None:
+            out["offered_rps_at_saturation"] = top.offered_rps
+            out["served_rps_at_saturation"] = top.served_rps
         if top is not None and top.tokens_per_s is not None:
             out["tokens_per_s_at_saturation"] = top.tokens_per_s
         out["probes"] = [p.to_dict() for p in self.probes]

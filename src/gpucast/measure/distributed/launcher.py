@@ -48,14 +48,22 @@ def _rank_error(out: Path, rank: int, log: Path, code: int) -> str:
 
 
 def validate(spec: WorkloadSpec, config: DistributedConfig) -> None:
-    """Check what can be checked before any process starts (workload name, device strings)."""
-    from gpucast.measure.devices import resolve_device
+    """Check what can be checked before any process starts (workload name, device strings,
+    each of this node's workers' batch against its device's memory)."""
+    from gpucast.measure.devices import check_batch_fits, resolve_device
+    from gpucast.measure.distributed.worker import device_for
     from gpucast.workloads import get_workload
 
-    get_workload(spec.name, **dict(spec.options))
+    workload = get_workload(spec.name, **dict(spec.options))
     for device in config.devices:
         if device not in ("auto", "cuda"):
             resolve_device(device)
+    flag = "batch-size" if len(config.batch_sizes) == 1 else "batch-sizes"
+    for local_rank in range(config.nproc_per_node):
+        rank = config.node_rank * config.nproc_per_node + local_rank
+        if config.role_of(rank) == "worker":  # a batch too big failed inside the rank, exit 1
+            device = device_for(config, rank, local_rank)
+            check_batch_fits(workload, config.batch_size_of(rank), device, flag=flag)
     if spec.precision == "fp16" and config.strategy == "ps":
         raise InvalidSpecError(
             "precision",

@@ -62,7 +62,9 @@ def pick_backend(config: DistributedConfig) -> str:
     return "nccl" if all(on_cuda(d) for d in config.devices) else "gloo"
 
 
-def _device_for(config: DistributedConfig, rank: int, local_rank: int) -> torch.device:
+def device_for(config: DistributedConfig, rank: int, local_rank: int) -> torch.device:
+    """The device ``rank`` (``local_rank`` on its node) runs on: a PS shard on the CPU, a
+    worker on its ``--devices`` entry (``auto``: ``cuda:LOCAL_RANK`` where CUDA is, else cpu)."""
     if config.role_of(rank) == "ps":
         return torch.device("cpu")
     text = config.device_of(rank)
@@ -94,7 +96,7 @@ def run_rank(job: dict[str, Any]) -> tuple[RankContext, RankResult, dict[str, An
             f"WORLD_SIZE is {world} but the job has {config.world_size} processes",
             fix="launch nproc x nnodes processes",
         )
-    device = _device_for(config, rank, local_rank)
+    device = device_for(config, rank, local_rank)
     if device.type == "cpu":
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(local_world, 1)))
     backend = pick_backend(config)
