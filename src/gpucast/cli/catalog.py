@@ -93,8 +93,7 @@ def offers_table(result: OffersResult) -> Table:
             _fmt(o.spot_usd_per_hour, ".4f"),
             o.as_of.isoformat() + (" (estimated)" if o.price_estimated else ""),
         )
-    # an estimated row's source_url is the vendor's price page its price was not read from:
-    # counted as a source, it contradicted the "(estimated)" label (F2)
+    # an estimated row's source_url is the price page its price was not read from (F2)
     read = [o.source_url for o in found if not o.price_estimated]
     notes = [sources_caption(read)] if read else []
     guessed = sum(o.price_estimated for o in found)
