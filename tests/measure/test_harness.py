@@ -170,3 +170,39 @@ def test_invalid_rules_name_the_field(field: str, value: Any) -> None:
     with pytest.raises(InvalidSpecError) as info:
         StoppingRule(**{field: value})
     assert info.value.field == field
+
+
+def test_a_step_too_slow_for_the_minimum_samples_warns_after_the_first_timed_step() -> None:
+    # 30 s steps, 10 minimum samples, a 60 s budget: 300 s > 2 x 60 s -> told at once
+    clock = FakeClock()
+    step = ScriptedStep(clock, itertools.repeat(30.0))
+    seen: list[Progress] = []
+    raw = run_adaptive(
+        step,
+        StoppingRule(max_time_s=60.0, min_samples=10, target_ci=1e-9, max_warmup_steps=1),
+        clock=clock,
+        timer=WallClockTimer(clock),
+        on_progress=seen.append,
+    )
+    notes = [(p.n_samples, p.note) for p in seen if p.note is not None]
+    assert len(notes) == 1 and notes[0][0] == 1  # once, right after the first timed step
+    note = notes[0][1]
+    assert note is not None and "\n" not in note
+    # 30 s of warm-up + 30 s timed + 9 more x 30 s = 330 s; 60 s fits 2 steps
+    assert "about 5.5 min" in note and "--min-samples 2" in note and "smaller batch" in note
+    assert note in raw.warnings and len(raw.step_times_s) == 10  # a warning, not a refusal
+
+
+def test_no_slow_minimum_warning_within_twice_the_budget() -> None:
+    clock = FakeClock()
+    step = ScriptedStep(clock, itertools.repeat(12.0))  # 10 x 12 s = 120 s = 2 x 60 s
+    seen: list[Progress] = []
+    raw = run_adaptive(
+        step,
+        StoppingRule(max_time_s=60.0, min_samples=10, target_ci=1e-9, max_warmup_steps=1),
+        clock=clock,
+        timer=WallClockTimer(clock),
+        on_progress=seen.append,
+    )
+    assert all(p.note is None for p in seen)
+    assert not any("minimum samples" in w for w in raw.warnings)
