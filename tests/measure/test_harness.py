@@ -172,18 +172,22 @@ def test_invalid_rules_name_the_field(field: str, value: Any) -> None:
     assert info.value.field == field
 
 
-def test_a_step_too_slow_for_the_minimum_samples_warns_after_the_first_timed_step() -> None:
-    # 30 s steps, 10 minimum samples, a 60 s budget: 300 s > 2 x 60 s -> told at once
+def _slow_run(step_s: float) -> tuple[Any, list[Progress]]:
+    """Steps of ``step_s`` (fake clock), 10 minimum samples, a 60 s budget, every progress."""
     clock = FakeClock()
-    step = ScriptedStep(clock, itertools.repeat(30.0))
     seen: list[Progress] = []
     raw = run_adaptive(
-        step,
+        ScriptedStep(clock, itertools.repeat(step_s)),
         StoppingRule(max_time_s=60.0, min_samples=10, target_ci=1e-9, max_warmup_steps=1),
         clock=clock,
         timer=WallClockTimer(clock),
         on_progress=seen.append,
     )
+    return raw, seen
+
+
+def test_a_step_too_slow_for_the_minimum_samples_warns_after_the_first_timed_step() -> None:
+    raw, seen = _slow_run(30.0)  # 10 x 30 s = 300 s > 2 x 60 s: told at once
     notes = [(p.n_samples, p.note) for p in seen if p.note is not None]
     assert len(notes) == 1 and notes[0][0] == 1  # once, right after the first timed step
     note = notes[0][1]
@@ -194,15 +198,6 @@ def test_a_step_too_slow_for_the_minimum_samples_warns_after_the_first_timed_ste
 
 
 def test_no_slow_minimum_warning_within_twice_the_budget() -> None:
-    clock = FakeClock()
-    step = ScriptedStep(clock, itertools.repeat(12.0))  # 10 x 12 s = 120 s = 2 x 60 s
-    seen: list[Progress] = []
-    raw = run_adaptive(
-        step,
-        StoppingRule(max_time_s=60.0, min_samples=10, target_ci=1e-9, max_warmup_steps=1),
-        clock=clock,
-        timer=WallClockTimer(clock),
-        on_progress=seen.append,
-    )
+    raw, seen = _slow_run(12.0)  # 10 x 12 s = 120 s = 2 x 60 s
     assert all(p.note is None for p in seen)
     assert not any("minimum samples" in w for w in raw.warnings)

@@ -35,18 +35,18 @@ def _positive(field_name: str, value: float, *, fix: str | None = None) -> None:
         raise InvalidSpecError(field_name, "must be a finite number > 0", got=value, fix=fix)
 
 
-def check_model_rate(name: str, rate: float | None) -> None:
-    """The rate of ``--model NAME:RATE`` (requests per second): a finite number > 0. The
-    error names ``model``, as ``plan serve``'s language-model path does (``model: the rate in
-    llama-3-8b:0 must be > 0 ...``); None: no rate was given."""
+def check_model_rate(name: str, rate: float | None, *, example: float = 150) -> None:
+    """The rate of ``--model NAME:RATE`` (requests per second): a finite number > 0, the
+    error naming ``model`` for a CNN and a language model alike (``model: the rate in
+    llama-3-8b:0 must be > 0 ...``); None: no rate was given; ``example``: the fix's rate."""
     if rate is None:
         raise InvalidSpecError(
-            "model", f"{name} has no rate", fix=f"write --model {name}:150 or add --rate"
+            "model", f"{name} has no rate", fix=f"write --model {name}:{example:g} or add --rate"
         )
     if isinstance(rate, bool) or not isinstance(rate, int | float):
         raise InvalidSpecError(
             "model", f"the rate of {name} must be a number (requests per second)", got=rate,
-            fix=f"e.g. --model {name}:150",
+            fix=f"e.g. --model {name}:{example:g}",
         )  # fmt: skip
     if not (math.isfinite(rate) and rate > 0):
         raise InvalidSpecError(
@@ -54,7 +54,7 @@ def check_model_rate(name: str, rate: float | None) -> None:
             f"the rate in {name}:{rate:g} must be "
             + ("> 0 requests per second" if math.isfinite(rate)
                else "a finite number (requests per second)"),
-            got=rate, fix=f"e.g. --model {name}:150",
+            got=rate, fix=f"e.g. --model {name}:{example:g}",
         )  # fmt: skip
 
 
