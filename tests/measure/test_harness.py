@@ -201,3 +201,15 @@ def test_no_slow_minimum_warning_within_twice_the_budget() -> None:
     raw, seen = _slow_run(12.0)  # 10 x 12 s = 120 s = 2 x 60 s
     assert all(p.note is None for p in seen)
     assert not any("minimum samples" in w for w in raw.warnings)
+
+
+def test_the_slow_minimum_warning_names_the_verb_s_own_way_to_cut_it() -> None:
+    """`measure program` takes --repeats, not --min-samples: its rule says so."""
+    clock = FakeClock()
+    raw = run_adaptive(
+        ScriptedStep(clock, itertools.repeat(30.0)),
+        StoppingRule(max_time_s=60.0, min_samples=10, max_warmup_steps=1, cut_text="--repeats {n}"),
+        clock=clock,
+        timer=WallClockTimer(clock),
+    )
+    assert any(w.endswith("to cut it: --repeats 2") for w in raw.warnings), raw.warnings

@@ -66,6 +66,9 @@ class StoppingRule:
     warmup_tolerance: float = 0.05
     max_warmup_steps: int = 50
     max_warmup_fraction: float = 0.25
+    #: how a user cuts the minimum when its steps outrun the budget (``{n}``: the samples that
+    #: fit it), said in the warning after the first timed step
+    cut_text: str = "--min-samples {n}, or a smaller batch"
 
     def __post_init__(self) -> None:
         _check_number("target_ci", self.target_ci, low=0.0, high=1.0)
@@ -142,7 +145,7 @@ def _slow_minimum_note(rule: StoppingRule, step_s: float, elapsed_s: float) -> s
     return (
         f"a step takes {step_s:.3g} s, so the {rule.min_samples} minimum samples take about "
         f"{format_duration(total_s)} in all, past --max-time-s {rule.max_time_s:g} s (the "
-        f"minimum outranks it); to cut it: --min-samples {fits}, or a smaller batch"
+        f"minimum outranks it); to cut it: {rule.cut_text.format(n=fits)}"
     )
 
 
