@@ -74,8 +74,8 @@ def test_plan_serve_flag_names_and_config_file(tmp_path: Path) -> None:
     [
         ({"slo": "p99<20ms"}, "model: is required; e.g. --model resnet50:150"),
         ({"models": ["mlp:10"]}, "slo: is required"),
-        ({"models": ["mlp"], "slo_ms": 20}, "rate of mlp: is missing"),
-        ({"models": ["mlp:-1"], "slo_ms": 20}, "rate of mlp: must be > 0 requests per second"),
+        ({"models": ["mlp"], "slo_ms": 20}, "model: mlp has no rate; write --model mlp:150"),
+        ({"models": ["mlp:-1"], "slo_ms": 20}, "model: the rate in mlp:-1 must be > 0"),
         ({"models": ["mlp:10"], "slo_ms": 20, "host_capacity_rps": math.nan},
          "host-capacity-rps: must be > 0 requests per second"),
         ({"models": ["mlp:10"], "slo_ms": 20, "max_servers": 0}, "max-servers: must be >= 1"),

@@ -43,3 +43,17 @@ def test_a_cache_bound_batch_prints_the_hint() -> None:
     assert result.exit_code == 0, result.output
     assert "hint: the KV cache holds 9.0 of 64 sequences on 2 GPUs; --tp 4" in result.output
     assert "hint:" not in runner.invoke(app, [*args, "--tp", "4"]).output
+
+
+def test_the_first_line_names_a_kv_cache_precision_unlike_the_weights() -> None:
+    """A TensorRT-LLM int8 KV run printed only "(fp16, ...)", the weights' precision."""
+    trt = [*BASE, "--framework", "trt-llm"]
+    int8 = runner.invoke(app, [*trt, "--kv-precision", "int8"])
+    assert int8.exit_code == 0, int8.output
+    assert "with TensorRT-LLM (fp16 weights, int8 KV cache, batch 1 x 512" in int8.output
+    same = runner.invoke(app, trt)
+    assert same.exit_code == 0, same.output
+    assert (
+        "with TensorRT-LLM (fp16, batch 1 x 512" in same.output
+        and "KV cache," not in (same.output.splitlines()[0])
+    )

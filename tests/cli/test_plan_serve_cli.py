@@ -74,7 +74,7 @@ def test_rate_must_be_positive(model: str) -> None:
     [
         (["--slo-ms", "50"], "model: is required"),
         (["--model", "mlp:10"], "slo: is required"),
-        (["--model", "mlp", "--slo-ms", "50"], "rate of mlp: is missing"),
+        (["--model", "mlp", "--slo-ms", "50"], "model: mlp has no rate"),
         (["--model", "mlp:10", "--slo", "fast please"], "slo: must look like p99<50ms"),
         (["--model", "mlp:10", "--slo-ms", "50", "--max-batch-sizes", "1,x"], "max-batch-sizes"),
         (["--model", "mlp:10", "--slo-ms", "50", "--placement", "nearby"], "placement: must be"),
@@ -301,3 +301,17 @@ def test_the_arrivals_help_says_a_trace_replaces_it() -> None:
     assert arrivals is not None and "--trace FILE replaces it" in arrivals.info.help
     result = CliRunner().invoke(app, ["plan", "serve", "--help"], env={"COLUMNS": "400"})
     assert "--trace FILE replaces it" in result.output
+
+
+def test_a_zero_rate_error_starts_with_model_for_cnns_and_language_models() -> None:
+    """`--model resnet50:0` read `rate of resnet50: ...`, the LLM path `model: the rate in
+    ...`: one field name for one flag."""
+    runner = CliRunner()
+    cnn = runner.invoke(app, ["plan", "serve", "--model", "resnet50:0", "--slo-ms", "20"])
+    llm = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b:0", "--gpu", "H100-SXM",
+                              "--slo-ttft-ms", "500"])  # fmt: skip
+    for result, name in ((cnn, "resnet50"), (llm, "llama-3-8b")):
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, lines
+        assert lines[0].startswith(f"error: model: the rate in {name}:0 must be > 0"), lines

@@ -94,3 +94,20 @@ def test_a_measurement_off_a_terminal_prints_its_latest_state(
         assert stderr.latest.wait(timeout=60)  # an event, not a wall-clock bound
     assert stderr.getvalue().startswith("... still train mlp: ")
     assert "... still train mlp: 4 samples, CI ±25.0% (target ±2.0%) (" in stderr.getvalue()
+
+
+def test_a_measurement_s_note_is_printed_when_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The slow-minimum warning (a 10-minute `measure train` on a CPU) shows on stderr as
+    the harness reports it, not only under the table at the end."""
+    from gpucast.cli.measure import progress_line
+    from gpucast.measure.harness import Progress
+
+    stderr = _Recorder()
+    monkeypatch.setattr("sys.stderr", stderr)
+    step = dict(phase="measure", n_warmup=1, n_samples=1, elapsed_s=1.0, mean_s=0.5,
+                ci_halfwidth_rel=None, target_ci=0.02)  # fmt: skip
+    with progress_line("train mlp") as show:
+        show(Progress(**step))  # type: ignore[arg-type]
+        assert "warning" not in stderr.getvalue()
+        show(Progress(**step, note="the 10 minimum samples take about 11 min"))  # type: ignore[arg-type]
+        assert stderr.getvalue().count("warning: the 10 minimum samples take about 11 min") == 1

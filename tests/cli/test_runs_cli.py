@@ -92,6 +92,18 @@ def test_list_in_a_folder_that_does_not_exist_is_an_error(tmp_path: Path) -> Non
     assert not (tmp_path / "no").exists()
 
 
+def test_a_write_in_a_folder_that_does_not_exist_says_it_created_it(tmp_path: Path) -> None:
+    """QA 38 C #6: `runs list` refuses a --db in a missing folder, and a write verb created
+    it silently; the first write now says so, once (a later write in it says nothing)."""
+    db = tmp_path / "no" / "such" / "x.db"
+    first = runner.invoke(app, ["--db", str(db), "profile", "mlp"])
+    assert first.exit_code == 0, first.output
+    said = [line for line in first.stderr.splitlines() if "created its folder" in line]
+    assert said == [f"new store {db}: created its folder {db.parent} (it did not exist)"]
+    again = runner.invoke(app, ["--db", str(db), "profile", "mlp"])
+    assert again.exit_code == 0 and "created its folder" not in again.stderr
+
+
 def test_an_unknown_kind_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--db", str(tmp_path / "x.db"), "runs", "list", "--kind", "x"])
     assert result.exit_code == 2 and "measurement, profile" in result.stderr

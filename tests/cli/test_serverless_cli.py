@@ -589,3 +589,34 @@ def test_config_file_for_serverless_kaas_and_placement(
     path.write_text(config + "nope: 1\n")
     bad = runner.invoke(app, [*verb, "--config", str(path)])
     assert bad.exit_code == 2 and "nope" in bad.stderr
+
+
+def test_plan_serverless_budget_usd_cli_and_api() -> None:
+    """--budget-usd caps the cost over the counted minutes (the US$ column), as plan serve's
+    --budget-usd-per-hour caps its US$/h: dearer rows marked, none within it is exit 2."""
+    import gpucast
+
+    argv = ["plan", "serverless", "--synthetic", "60", "--minutes", "240", "--models", "mlp",
+            "--policies", "fixed:10m,histogram", "--slo", "p99<3s"]  # fmt: skip
+    free = json.loads(runner.invoke(app, [*argv, "--json"]).stdout)
+    costs = sorted(o["cost_usd"] for o in free["options"] if o["meets_slo"])
+    budget = (costs[0] + costs[1]) / 2
+    text = runner.invoke(app, [*argv, "--budget-usd", f"{budget:.4f}"])
+    assert text.exit_code == 0, text.output
+    assert "met, over budget" in text.stdout and "(budget US$" in text.stdout
+    api = gpucast.plan_serverless(
+        synthetic=60, minutes=240, models=["mlp"], policies=["fixed:10m", "histogram"],
+        slo="p99<3s", budget_usd=round(budget, 4),
+    ).to_dict()  # fmt: skip
+    cli = json.loads(runner.invoke(app, [*argv, "--budget-usd", f"{budget:.4f}", "--json"]).stdout)
+    assert cli["choice"] == api["choice"] and cli["budget_usd"] == api["budget_usd"]
+    assert [o["within_budget"] for o in api["options"]] == [
+        o["cost_usd"] <= budget for o in api["options"]
+    ]
+    low = runner.invoke(app, [*argv, "--budget-usd", f"{costs[0] / 2:.4f}"])
+    assert low.exit_code == 2, low.output
+    lines = low.stderr.strip().splitlines()
+    assert len(lines) == 1 and "raise --budget-usd to >= " in lines[0]
+    assert free["choice"]["name"] in lines[0]
+    bad = runner.invoke(app, [*argv, "--budget-usd", "0"])
+    assert bad.exit_code == 2 and "budget-usd: must be > 0" in bad.stderr

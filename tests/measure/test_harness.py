@@ -170,3 +170,46 @@ def test_invalid_rules_name_the_field(field: str, value: Any) -> None:
     with pytest.raises(InvalidSpecError) as info:
         StoppingRule(**{field: value})
     assert info.value.field == field
+
+
+def _slow_run(step_s: float) -> tuple[Any, list[Progress]]:
+    """Steps of ``step_s`` (fake clock), 10 minimum samples, a 60 s budget, every progress."""
+    clock = FakeClock()
+    seen: list[Progress] = []
+    raw = run_adaptive(
+        ScriptedStep(clock, itertools.repeat(step_s)),
+        StoppingRule(max_time_s=60.0, min_samples=10, target_ci=1e-9, max_warmup_steps=1),
+        clock=clock,
+        timer=WallClockTimer(clock),
+        on_progress=seen.append,
+    )
+    return raw, seen
+
+
+def test_a_step_too_slow_for_the_minimum_samples_warns_after_the_first_timed_step() -> None:
+    raw, seen = _slow_run(30.0)  # 10 x 30 s = 300 s > 2 x 60 s: told at once
+    notes = [(p.n_samples, p.note) for p in seen if p.note is not None]
+    assert len(notes) == 1 and notes[0][0] == 1  # once, right after the first timed step
+    note = notes[0][1]
+    assert note is not None and "\n" not in note
+    # 30 s of warm-up + 30 s timed + 9 more x 30 s = 330 s; 60 s fits 2 steps
+    assert "about 5.5 min" in note and "--min-samples 2" in note and "smaller batch" in note
+    assert note in raw.warnings and len(raw.step_times_s) == 10  # a warning, not a refusal
+
+
+def test_no_slow_minimum_warning_within_twice_the_budget() -> None:
+    raw, seen = _slow_run(12.0)  # 10 x 12 s = 120 s = 2 x 60 s
+    assert all(p.note is None for p in seen)
+    assert not any("minimum samples" in w for w in raw.warnings)
+
+
+def test_the_slow_minimum_warning_names_the_verb_s_own_way_to_cut_it() -> None:
+    """`measure program` takes --repeats, not --min-samples: its rule says so."""
+    clock = FakeClock()
+    raw = run_adaptive(
+        ScriptedStep(clock, itertools.repeat(30.0)),
+        StoppingRule(max_time_s=60.0, min_samples=10, max_warmup_steps=1, cut_text="--repeats {n}"),
+        clock=clock,
+        timer=WallClockTimer(clock),
+    )
+    assert any(w.endswith("to cut it: --repeats 2") for w in raw.warnings), raw.warnings

@@ -274,3 +274,30 @@ def test_an_always_on_deployment_sized_elsewhere_is_judged_and_priced_like_the_o
     )  # fmt: skip
     plan = _plan(counts, exec_s=1.0, memory_gib=60.0, gpu_memory_gib=80.0, always_on=slow)
     assert not next(o for o in plan.options if o.kind == "always-on").meets_slo
+
+
+def test_a_budget_marks_dearer_candidates_and_picks_within_it() -> None:
+    from gpucast.domain.errors import NoFeasiblePlanError
+
+    free = _plan(_sparse(), slo_s=0.5)  # the one-GPU pool (10 US$) is the cheapest meeting it
+    assert free.choice is not None and free.budget_usd is None
+    assert all(o.within_budget for o in free.options)
+    meeting = sorted(o.cost_usd for o in free.options if o.meets_slo)
+    assert len(meeting) >= 2
+    # a budget between the two cheapest meeting the SLO: the cheaper one, the dearer marked
+    budget = (meeting[0] + meeting[1]) / 2
+    capped = _plan(_sparse(), slo_s=0.5, budget_usd=budget)
+    assert capped.choice is not None and capped.choice.cost_usd == pytest.approx(meeting[0])
+    assert [o.within_budget for o in capped.options] == [
+        o.cost_usd <= budget for o in capped.options
+    ]
+    assert capped.to_dict()["budget_usd"] == budget and "budget US$" in capped.reason
+    # below the cheapest meeting it: refused, naming it and the flag to raise
+    with pytest.raises(NoFeasiblePlanError, match=r"raise --budget-usd to >= ") as info:
+        _plan(_sparse(), slo_s=0.5, budget_usd=meeting[0] / 2)
+    assert free.choice.name in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_budget_does_not_hide_an_slo_no_candidate_meets() -> None:
+    plan = _plan(_sparse(), slo_s=0.01, budget_usd=0.01)
+    assert plan.choice is None and "no candidate meets" in plan.reason

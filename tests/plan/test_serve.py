@@ -117,9 +117,9 @@ def test_slo_below_every_single_request_latency_is_one_clear_error() -> None:
 
 
 def test_bad_requests() -> None:
-    with pytest.raises(InvalidSpecError, match="rate of a"):
+    with pytest.raises(InvalidSpecError, match="model: the rate in a:"):
         ModelLoad(name="a", rate_rps=0)
-    with pytest.raises(InvalidSpecError, match="rate of a"):
+    with pytest.raises(InvalidSpecError, match="model: the rate in a:"):
         ModelLoad(name="a", rate_rps=-5)
     with pytest.raises(InvalidSpecError, match="slo"):
         request({"a": 1}, 0)

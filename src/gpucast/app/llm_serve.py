@@ -1074,14 +1074,10 @@ class PlanLlmServeRequest:
         _name, rate = self.model_rate
         if rate is not None and self.rate is not None:
             raise InvalidSpecError("rate", f"is given twice ({self.model} and --rate)")
-        if rate is not None and not (math.isfinite(rate) and rate > 0):
-            raise InvalidSpecError(
-                "model",
-                f"the rate in {self.model} must be "
-                + ("> 0 requests per second" if math.isfinite(rate)
-                   else "a finite number (requests per second)"),
-                got=rate, fix=f"e.g. --model {self.model.rpartition(':')[0]}:5",
-            )  # fmt: skip
+        if rate is not None:
+            from gpucast.domain.serving_plan import check_model_rate
+
+            check_model_rate(self.model.rpartition(":")[0], rate, example=5)
         _check_common(self)
         if self.slo_ttft_ms is None and self.slo_tpot_ms is None:
             raise InvalidSpecError(

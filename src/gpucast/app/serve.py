@@ -38,6 +38,7 @@ from gpucast.domain.serving_plan import (
     PLAN_TRACE_WINDOW_S,
     ServePlan,
     ServeRequest,
+    check_model_rate,
 )
 from gpucast.domain.workload import (
     WorkloadOptions,
@@ -519,18 +520,8 @@ class PlanServeRequest:
                 "trace", "applies to exactly one --model", fix="give one --model with --trace"
             )
         for name, rate in self.model_rates:
-            if rate is None:
-                if self.trace_path is None:
-                    raise InvalidSpecError(
-                        f"rate of {name}",
-                        "is missing",
-                        fix=f"write --model {name}:150 or add --rate",
-                    )
-            elif not (math.isfinite(rate) and rate > 0):
-                raise InvalidSpecError(
-                    f"rate of {name}", "must be > 0 requests per second", got=rate,
-                    fix=f"e.g. --model {name}:150",
-                )  # fmt: skip
+            if rate is not None or self.trace_path is None:  # a trace gives the rate
+                check_model_rate(name, rate)
         if self.slo is None and self.slo_ms is None:
             raise InvalidSpecError("slo", "is required", fix="e.g. --slo 'p99<50ms' or --slo-ms 50")
         check_one_slo(self.slo, self.slo_ms, self.slo_percentile)

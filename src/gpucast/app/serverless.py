@@ -1061,6 +1061,12 @@ class PlanServerlessRequest(ServerlessLoad):
         "--slo on their own calls.",
         example="0.99",
     )
+    budget_usd: float | None = option(
+        None,
+        help="Cost cap, US$ over the load's counted minutes (the US$ column: the trace or "
+        "--minutes after --warmup): the choice is the cheapest meeting --slo within it.",
+        example="50",
+    )
 
     def __post_init__(self) -> None:
         ServerlessLoad.__post_init__(self)
@@ -1093,6 +1099,12 @@ class PlanServerlessRequest(ServerlessLoad):
             parse_policy(text, flag="policies")
         if not (math.isfinite(self.max_utilisation) and 0 < self.max_utilisation <= 1):
             raise InvalidSpecError("max-utilisation", "must be in (0, 1]", got=self.max_utilisation)
+        if self.budget_usd is not None and not (
+            math.isfinite(self.budget_usd) and self.budget_usd > 0
+        ):
+            raise InvalidSpecError(
+                "budget-usd", "must be > 0 US$", got=self.budget_usd, fix="e.g. --budget-usd 50"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1199,6 +1211,7 @@ def plan_serverless(
         instance_gpus=load.gpus,
         always_on=always_on,
         always_on_by_peak=not load.trace.tokens,  # a request at a time: not how LLMs serve
+        budget_usd=request.budget_usd,
     )
     limit = format_slo_latency(slo_s)
     slo = (

@@ -184,6 +184,8 @@ def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
     latest = [f"{what}: building model"]
 
     def remember(p: Progress) -> None:
+        if p.note is not None:  # now, not only under the table minutes later
+            err_console.print(f"[yellow]warning: {escape(p.note)}[/yellow]", highlight=False)
         ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
         latest[0] = (
             f"{what}: warming up ({p.n_warmup} steps)"
@@ -231,8 +233,7 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
         )
     if not result.sweep:
         console.print(measurement_table(m) if isinstance(m, Measurement) else distributed_table(m))
-    if result.kernels is not None:
-        trace = result.kernels
+    if (trace := result.kernels) is not None:
         err_console.print(
             f"kernels: {len(trace.operators)} distinct operators, "
             f"{trace.calls_per_step:.0f} calls and "
@@ -240,8 +241,7 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
             f"({trace.activity} times over {trace.steps} profiled steps)",
             highlight=False,
         )
-        energy = trace.energy_j_per_step
-        if energy is not None:
+        if (energy := trace.energy_j_per_step) is not None:
             err_console.print(
                 f"energy ({trace.energy_source}, each call replayed): {energy:.4g} J of "
                 f"operators per step, {energy / max(trace.operator_time_s_per_step, 1e-12):.4g}"

@@ -92,7 +92,7 @@ def infer_command(
     (t_lo, t_hi), (l_lo, l_hi) = result.interval("ttft_s"), result.interval("latency_s")
     r_lo, r_hi = result.interval("tokens_per_s")
     console.print(
-        f"{p.model} on {p.tp} x {p.gpu} with {result.engine.display_name} ({p.precision}, "
+        f"{p.model} on {p.tp} x {p.gpu} with {result.engine.display_name} ({p.precision_text()}, "
         f"batch {p.batch_size} x {p.input_len} + {p.output_len} tokens): "
         f"TTFT {format_sig(p.ttft_s)} s [{format_sig(t_lo)}, {format_sig(t_hi)}], batch latency "
         f"{format_sig(p.latency_s)} s [{format_sig(l_lo)}, {format_sig(l_hi)}], "

@@ -99,7 +99,8 @@ def _plan_table(d: dict[str, Any], q: str) -> Table:
             escape(o["name"]), f"{o['cold_starts']:,}", f"{o['swaps']:,}", *p50, at_slo,
             _share(o["function_share_meeting_slo"], need), *over,
             format_amount(o["gpu_hours"]), f"{o['cost_usd']:,.2f}",
-            "met" if o["meets_slo"] else "missed",
+            ("met" if o["meets_slo"] else "missed")
+            + ("" if o["within_budget"] else ", over budget"),
         )  # fmt: skip
     return table
 

@@ -434,6 +434,13 @@ class InferencePrediction:
     def __post_init__(self) -> None:
         object.__setattr__(self, "breakdown", MappingProxyType(dict(self.breakdown)))
 
+    def precision_text(self) -> str:
+        """The weights' precision, and the KV cache's where it differs (``fp16``, ``fp16
+        weights, int8 KV cache``)."""
+        if self.kv_precision == self.precision:
+            return self.precision
+        return f"{self.precision} weights, {self.kv_precision} KV cache"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,

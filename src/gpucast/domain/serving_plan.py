@@ -35,6 +35,29 @@ def _positive(field_name: str, value: float, *, fix: str | None = None) -> None:
         raise InvalidSpecError(field_name, "must be a finite number > 0", got=value, fix=fix)
 
 
+def check_model_rate(name: str, rate: float | None, *, example: float = 150) -> None:
+    """The rate of ``--model NAME:RATE`` (requests per second): a finite number > 0, the
+    error naming ``model`` for a CNN and a language model alike (``model: the rate in
+    llama-3-8b:0 must be > 0 ...``); None: no rate was given; ``example``: the fix's rate."""
+    if rate is None:
+        raise InvalidSpecError(
+            "model", f"{name} has no rate", fix=f"write --model {name}:{example:g} or add --rate"
+        )
+    if isinstance(rate, bool) or not isinstance(rate, int | float):
+        raise InvalidSpecError(
+            "model", f"the rate of {name} must be a number (requests per second)", got=rate,
+            fix=f"e.g. --model {name}:{example:g}",
+        )  # fmt: skip
+    if not (math.isfinite(rate) and rate > 0):
+        raise InvalidSpecError(
+            "model",
+            f"the rate in {name}:{rate:g} must be "
+            + ("> 0 requests per second" if math.isfinite(rate)
+               else "a finite number (requests per second)"),
+            got=rate, fix=f"e.g. --model {name}:{example:g}",
+        )  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelLoad:
     """One model to serve at a mean ``rate_rps`` (requests per second)."""
@@ -45,15 +68,7 @@ class ModelLoad:
     def __post_init__(self) -> None:
         if not self.name:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model resnet50:150")
-        if isinstance(self.rate_rps, bool) or not isinstance(self.rate_rps, int | float):
-            raise InvalidSpecError(f"rate of {self.name}", "must be a number", got=self.rate_rps)
-        if not (math.isfinite(self.rate_rps) and self.rate_rps > 0):
-            raise InvalidSpecError(
-                f"rate of {self.name}",
-                "must be > 0 requests per second",
-                got=self.rate_rps,
-                fix=f"e.g. --model {self.name}:150",
-            )
+        check_model_rate(self.name, self.rate_rps)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,6 +34,7 @@ import numpy as np
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import MAX_SAMPLES
 from gpucast.domain.measurement import StopReason
+from gpucast.domain.units import format_duration
 from gpucast.measure.timing import Clock, Step, StepTimer, WallClockTimer
 
 
@@ -65,6 +66,9 @@ class StoppingRule:
     warmup_tolerance: float = 0.05
     max_warmup_steps: int = 50
     max_warmup_fraction: float = 0.25
+    #: how a user cuts the minimum when its steps outrun the budget (``{n}``: the samples that
+    #: fit it), said in the warning after the first timed step
+    cut_text: str = "--min-samples {n}, or a smaller batch"
 
     def __post_init__(self) -> None:
         _check_number("target_ci", self.target_ci, low=0.0, high=1.0)
@@ -92,6 +96,8 @@ class Progress:
     mean_s: float | None  # None until a step is measured
     ci_halfwidth_rel: float | None  # None until min_samples are in
     target_ci: float
+    #: a warning to show now, while the run goes on (it is in the run's warnings too)
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +135,20 @@ class _TTable:
         return float(self._values[dof - 1])
 
 
+def _slow_minimum_note(rule: StoppingRule, step_s: float, elapsed_s: float) -> str | None:
+    """After the first timed step: a warning when ``min_samples`` steps of ``step_s`` exceed
+    the time budget by more than 2x (the minimum outranks the budget), else None."""
+    if rule.min_samples * step_s <= 2.0 * rule.max_time_s:
+        return None
+    total_s = elapsed_s + (rule.min_samples - 1) * step_s
+    fits = max(2, int(rule.max_time_s // step_s))
+    return (
+        f"a step takes {step_s:.3g} s, so the {rule.min_samples} minimum samples take about "
+        f"{format_duration(total_s)} in all, past --max-time-s {rule.max_time_s:g} s (the "
+        f"minimum outranks it); to cut it: {rule.cut_text.format(n=fits)}"
+    )
+
+
 def run_adaptive(
     step: Step,
     rule: StoppingRule,
@@ -149,7 +169,14 @@ def run_adaptive(
     deadline = started + rule.max_time_s
     notes: list[str] = []
 
-    def report(phase: Phase, n_warm: int, n: int, mean: float | None, rel: float | None) -> None:
+    def report(
+        phase: Phase,
+        n_warm: int,
+        n: int,
+        mean: float | None,
+        rel: float | None,
+        note: str | None = None,
+    ) -> None:
         if on_progress is not None:
             on_progress(
                 Progress(
@@ -160,6 +187,7 @@ def run_adaptive(
                     mean_s=mean,
                     ci_halfwidth_rel=rel,
                     target_ci=rule.target_ci,
+                    note=note,
                 )
             )
 
@@ -220,6 +248,9 @@ def run_adaptive(
         delta = duration - mean
         mean += delta / n
         m2 += delta * (duration - mean)
+        if n == 1 and (slow := _slow_minimum_note(rule, duration, clock() - started)):
+            notes.append(slow)
+            report("measure", len(warmup), n, mean, None, note=slow)
         if n >= min_samples:
             std = math.sqrt(m2 / (n - 1)) if m2 > 0 else 0.0
             rel = t_crit(n) * std / math.sqrt(n) / mean if mean > 0 else math.inf

@@ -525,6 +525,7 @@ def measure_program(
                     max_samples=max(repeats, 10_000),
                     warmup_window=1,
                     max_warmup_steps=1,
+                    cut_text="--repeats {n}",
                 ),
                 timer=_own_time,
                 on_progress=on_progress,

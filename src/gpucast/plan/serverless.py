@@ -48,6 +48,7 @@ choice, its cost and latency (or share of functions), and the cheaper candidates
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.serverless import KeepAlivePolicy
 from gpucast.domain.units import (
     count_of,
@@ -101,6 +102,8 @@ class DeploymentOption:
     detail: str
     function_share_meeting_slo: float = math.nan
     function_share_p99_over_slo: float = math.nan
+    #: its cost is within the plan's ``budget_usd`` (True without one)
+    within_budget: bool = True
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -116,6 +119,7 @@ class DeploymentOption:
             "function_share_meeting_slo": self.function_share_meeting_slo,
             "function_share_p99_over_slo": self.function_share_p99_over_slo,
             "meets_slo": self.meets_slo,
+            "within_budget": self.within_budget,
             "detail": self.detail,
         }
 
@@ -170,6 +174,8 @@ class ServerlessPlan:
     #: how the always-on candidate was sized: ``peak minute`` (its GPU-seconds and the
     #: models' memory), the :attr:`AlwaysOnSizing.sizing` given, or ``none`` (no candidate)
     always_on_sizing: str = "peak minute"
+    #: the most a candidate may cost over the counted minutes, US$ (None: no cap)
+    budget_usd: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -187,6 +193,7 @@ class ServerlessPlan:
             "peak_gpus": self.peak_gpus,
             "memory_gpus": self.memory_gpus,
             "billing": self.billing,
+            "budget_usd": self.budget_usd,
             "choice": None if self.choice is None else self.choice.to_dict(),
             "reason": self.reason,
             "options": [o.to_dict() for o in self.options],
@@ -252,6 +259,7 @@ def plan_serverless(
     instance_gpus: npt.ArrayLike = 1,
     always_on: AlwaysOnSizing | None = None,
     always_on_by_peak: bool = True,
+    budget_usd: float | None = None,
 ) -> ServerlessPlan:
     """The candidates for ``counts`` (module docstring), cheapest first, and the choice.
 
@@ -264,7 +272,9 @@ def plan_serverless(
     :func:`gpucast.domain.gpu_memory.usable_gib`); ``always_on``: the always-on
     candidate sized elsewhere (module docstring); without it, ``always_on_by_peak`` False
     leaves the always-on and pool candidates out (they could not be sized: the caller says
-    why)."""
+    why); ``budget_usd``: the most the choice may cost over the counted minutes (a candidate
+    above it is marked ``within_budget`` False; candidates meeting the SLO, none within it:
+    :class:`~gpucast.domain.errors.NoFeasiblePlanError` naming the cheapest of them)."""
     if billing not in BILLINGS:
         raise InvalidSpecError("billing", f"must be one of {', '.join(BILLINGS)}", got=billing)
     if slo_scope not in SLO_SCOPES:
@@ -286,6 +296,8 @@ def plan_serverless(
         raise InvalidSpecError("price", "must be > 0", got=price_usd_per_hour)
     if not policies:
         raise InvalidSpecError("policies", "needs at least one keep-alive policy")
+    if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd > 0):
+        raise InvalidSpecError("budget-usd", "must be > 0 US$", got=budget_usd)
     table = np.asarray(counts)
     if table.ndim != 2:
         raise InvalidSpecError("counts", "must be a (functions, minutes) table")
@@ -451,15 +463,27 @@ def plan_serverless(
             )
         return f"{format_ms_against(o.slo_latency_s, slo_s)} ms"
 
+    if budget_usd is not None:
+        options = [
+            dataclasses.replace(o, within_budget=o.cost_usd <= budget_usd + 1e-9) for o in options
+        ]
     if by_functions:
         ordered = tuple(sorted(options, key=lambda o: (o.cost_usd, -share(o), o.slo_latency_s)))
     else:
         ordered = tuple(sorted(options, key=lambda o: (o.cost_usd, o.slo_latency_s)))
-    feasible = [o for o in ordered if o.meets_slo]
+    feasible = [o for o in ordered if o.meets_slo and o.within_budget]
     choice = feasible[0] if feasible else None
     base = f"p{slo_percentile:g} <= {format_slo_latency(slo_s)}"
     need = f"{slo_function_share * 100:g}%"
     slo_text = f"{base} for >= {need} of {unit}s, each on its own calls" if by_functions else base
+    over = [o for o in ordered if o.meets_slo and not o.within_budget]
+    if choice is None and over:
+        raise NoFeasiblePlanError(
+            f"budget-usd: no candidate meeting {slo_text} costs at most US$ {budget_usd:,.2f} "
+            f"over {format_duration(horizon_h * 3600)}; the cheapest meeting it, {over[0].name}, "
+            f"costs US$ {over[0].cost_usd:,.2f}",
+            fix=f"raise --budget-usd to >= {math.ceil(over[0].cost_usd * 100) / 100:.2f}",
+        )
     if choice is None:
         if by_functions:
             best = max(ordered, key=share)
@@ -482,11 +506,14 @@ def plan_serverless(
             f"{o.name} US$ {o.cost_usd:,.2f} misses it ({standing(o)})" for o in cheaper
         )
         other_kind = [
-            o for o in feasible if (o.kind == "serverless") != (choice.kind == "serverless")
+            o
+            for o in ordered
+            if o.meets_slo and (o.kind == "serverless") != (choice.kind == "serverless")
         ]
         versus = (
             f"; the cheapest {'always-on' if choice.kind == 'serverless' else 'serverless'} "
             f"deployment meeting it, {other_kind[0].name}, costs US$ {other_kind[0].cost_usd:,.2f}"
+            + ("" if other_kind[0].within_budget else " (over budget)")
             if other_kind
             else ""
         )
@@ -496,8 +523,11 @@ def plan_serverless(
             else f"p{slo_percentile:g} {standing(choice)} within {slo_text}"
         )
         reason = (
-            f"{choice.name}: US$ {choice.cost_usd:,.2f} over {format_duration(horizon_h * 3600)}, "
-            f"{verdict}" + versus + (f"; cheaper but too slow: {missed}" if missed else "")
+            f"{choice.name}: US$ {choice.cost_usd:,.2f} over {format_duration(horizon_h * 3600)}"
+            + ("" if budget_usd is None else f" (budget US$ {budget_usd:,.2f})")
+            + f", {verdict}"
+            + versus
+            + (f"; cheaper but too slow: {missed}" if missed else "")
         )
     return ServerlessPlan(
         options=ordered,
@@ -518,4 +548,5 @@ def plan_serverless(
         always_on_sizing=(
             always_on.sizing if always_on is not None else "peak minute" if by_peak else "none"
         ),
+        budget_usd=budget_usd,
     )

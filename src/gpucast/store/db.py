@@ -39,6 +39,9 @@ from gpucast.store.records import RunSummary, StoredRun
 from gpucast.store.schema import apply_migrations, latest_version
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+#: (store, folder) of each store whose missing folder :meth:`Store.open` created in this
+#: process, until :func:`pop_created_folders` takes them (the CLI says so: QA 38 C #6)
+_CREATED_FOLDERS: list[tuple[Path, Path]] = []
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 ExportFormat = Literal["csv", "parquet"]
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
@@ -133,8 +136,11 @@ class Store:
                 fix="measure something first (gpucast measure train WORKLOAD) or pass --db",
             )
         self._check_file()
+        missing = not self.path.parent.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if missing:
+                _CREATED_FOLDERS.append((self.path, self.path.parent))
         except OSError as exc:
             raise StoreError(
                 f"cannot create the store's folder {self.path.parent}: {exc.strerror}",
@@ -623,6 +629,14 @@ class Store:
             else:
                 frame.to_parquet(tmp, index=False, engine="pyarrow")
         return len(frame)
+
+
+def pop_created_folders() -> list[tuple[Path, Path]]:
+    """The (store, folder) pairs whose folder a write created since the last call, oldest
+    first; takes them (a second call returns none of them)."""
+    taken = list(_CREATED_FOLDERS)
+    _CREATED_FOLDERS.clear()
+    return taken
 
 
 def default_db_path() -> Path:
