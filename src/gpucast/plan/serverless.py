@@ -476,13 +476,13 @@ def plan_serverless(
     base = f"p{slo_percentile:g} <= {format_slo_latency(slo_s)}"
     need = f"{slo_function_share * 100:g}%"
     slo_text = f"{base} for >= {need} of {unit}s, each on its own calls" if by_functions else base
-    over = [o for o in ordered if o.meets_slo and not o.within_budget]
-    if choice is None and over:
+    dearer = [o for o in ordered if o.meets_slo and not o.within_budget]
+    if choice is None and dearer:
         raise NoFeasiblePlanError(
             f"budget-usd: no candidate meeting {slo_text} costs at most US$ {budget_usd:,.2f} "
-            f"over {format_duration(horizon_h * 3600)}; the cheapest meeting it, {over[0].name}, "
-            f"costs US$ {over[0].cost_usd:,.2f}",
-            fix=f"raise --budget-usd to >= {math.ceil(over[0].cost_usd * 100) / 100:.2f}",
+            f"over {format_duration(horizon_h * 3600)}; the cheapest meeting it, {dearer[0].name}, "
+            f"costs US$ {dearer[0].cost_usd:,.2f}",
+            fix=f"raise --budget-usd to >= {math.ceil(dearer[0].cost_usd * 100) / 100:.2f}",
         )
     if choice is None:
         if by_functions:
