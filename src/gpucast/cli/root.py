@@ -217,4 +217,5 @@ def _say_created_folders() -> None:
             f"new store {path}: created its folder {folder} (it did not exist)",
             highlight=False,
             markup=False,
+            soft_wrap=True,  # one line, however long the paths
         )
