@@ -23,7 +23,7 @@ import difflib
 import math
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass
 from pathlib import Path
@@ -214,10 +214,16 @@ def field_for(cls: type, key: str) -> Field | None:
 
 # -- value conversion ---------------------------------------------------------------------
 def split_list(value: Any) -> list[str]:
-    """A list value as given: a sequence and/or comma-separated text, blanks dropped."""
+    """A list value as given: any iterable (a set in sorted order, having none of its own)
+    and/or comma-separated text, blanks dropped; text, a path or a mapping is one item."""
     if value is None:
         return []
-    items = value if isinstance(value, list | tuple) else [value]
+    if isinstance(value, str | bytes | Path | Mapping) or not isinstance(value, Iterable):
+        items = [value]
+    elif isinstance(value, set | frozenset):  # QA 38 A #3: a set read as one odd name
+        items = sorted(value, key=str)
+    else:
+        items = list(value)
     out: list[str] = []
     for item in items:
         if isinstance(item, str):
@@ -289,7 +295,23 @@ def _scalar(f: Field, kind: str, value: Any) -> Any:
         if text in ("false", "no", "off", "0"):
             return False
         raise InvalidSpecError(f.flag, "must be true or false", got=value, fix=_fix(f))
+    if kind == "text" and not isinstance(value, str):
+        return _text(f, value)
     return value
+
+
+def _text(f: Field, value: Any) -> str:
+    """A text option given another value from Python: a path or a number is its text (as
+    a YAML key's number is); anything else is refused, naming the option (QA 38 A #2:
+    ``region=5`` or ``gpu=["K80"]`` failed later with an AttributeError)."""
+    if isinstance(value, Path | int | float) and not isinstance(value, bool):
+        return str(value)
+    each = "each item " if f.kind == "list" else ""
+    one = isinstance(value, Iterable) and not isinstance(value, bytes)
+    what = "one value" if one else "text"
+    raise InvalidSpecError(
+        f.flag, f"{each}must be {what}, not a {type(value).__name__}", got=value, fix=_fix(f)
+    )
 
 
 def convert(f: Field, value: Any) -> Any:

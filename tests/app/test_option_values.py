@@ -1,0 +1,60 @@
+"""Option values a Python caller passes (QA 38 A #2, #3): any iterable for a list option, a
+number or a path for a text option, and one InvalidSpecError -- never an AttributeError --
+for a value an option cannot take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpucast.app.simulation import SimulateTrainRequest
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import build
+from gpucast.domain.plan import TrainRequest
+
+PLAN = {"workload": "resnet50", "epochs": 1, "dataset_size": 100}
+SIMULATE = {"gpu": "K80", "workers": 2, "region": "us-east1", "workload": "cifar-resnet32"}
+
+
+@pytest.mark.parametrize(
+    "gpus",
+    [
+        ["H100-SXM", "A100-80GB"],
+        ("H100-SXM", "A100-80GB"),
+        "H100-SXM,A100-80GB",
+        iter(["H100-SXM", "A100-80GB"]),
+        (gpu for gpu in ["H100-SXM", "A100-80GB"]),
+    ],
+)
+def test_a_list_option_takes_any_ordered_iterable(gpus: Any) -> None:
+    assert build(TrainRequest, {**PLAN, "gpus": gpus}).gpus == ("H100-SXM", "A100-80GB")
+
+
+def test_a_set_is_read_in_sorted_order() -> None:
+    request = build(
+        TrainRequest,
+        {**PLAN, "gpus": {"H100-SXM", "A100-80GB"}, "batch_sizes": {64, 32}, "providers": {"aws"}},
+    )
+    assert request.gpus == ("A100-80GB", "H100-SXM")
+    assert request.batch_sizes == (32, 64)
+    assert request.providers == ("aws",)
+
+
+def test_a_text_option_reads_a_path_or_a_number_as_its_text() -> None:
+    request = build(SimulateTrainRequest, {**SIMULATE, "region": Path("us-east1"), "steps": 100})
+    assert request.region == "us-east1"
+    assert build(TrainRequest, {**PLAN, "gpus": [100]}).gpus == ("100",)
+
+
+@pytest.mark.parametrize("value", [["K80"], ("K80", "T4"), {"K80"}, {"name": "K80"}])
+def test_a_text_option_refuses_a_collection_in_one_line(value: Any) -> None:
+    with pytest.raises(InvalidSpecError, match=r"^gpu: must be one value, not a") as info:
+        build(SimulateTrainRequest, {**SIMULATE, "gpu": value, "steps": 100})
+    assert "\n" not in str(info.value)
+
+
+def test_a_list_option_refuses_a_mapping() -> None:
+    with pytest.raises(InvalidSpecError, match=r"^gpu: each item must be one value, not a dict"):
+        build(TrainRequest, {**PLAN, "gpus": {"H100-SXM": 1}})
