@@ -58,3 +58,12 @@ def test_a_text_option_refuses_a_collection_in_one_line(value: Any) -> None:
 def test_a_list_option_refuses_a_mapping() -> None:
     with pytest.raises(InvalidSpecError, match=r"^gpu: each item must be one value, not a dict"):
         build(TrainRequest, {**PLAN, "gpus": {"H100-SXM": 1}})
+
+
+def test_an_option_of_a_verb_that_takes_none_says_so() -> None:
+    # QA 38 A #5: "name: is not an option of catalog gpus; known: " (an empty list)
+    from gpucast.app.catalog import CatalogGpusRequest
+
+    with pytest.raises(InvalidSpecError) as info:
+        build(CatalogGpusRequest, {"name": "H100"})
+    assert str(info.value) == "name: is not an option of catalog gpus; catalog gpus takes none"

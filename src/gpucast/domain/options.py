@@ -327,11 +327,11 @@ def _unknown(cls: type, key: str, where: str | None) -> InvalidSpecError:
     names = [f.flag for f in fields_of(cls)]
     close = difflib.get_close_matches(_key(key).replace("_", "-"), names, n=1)
     prefix = f"{where}: " if where else ""
-    return InvalidSpecError(
-        f"{prefix}{key}",
-        f"is not an option of {request_name(cls)}",
-        fix=f"did you mean {close[0]!r}?" if close else f"known: {', '.join(names)}",
-    )
+    if close:
+        fix = f"did you mean {close[0]!r}?"
+    else:  # QA 38 A #5: a verb without options read "known: " (an empty list)
+        fix = f"known: {', '.join(names)}" if names else f"{request_name(cls)} takes none"
+    return InvalidSpecError(f"{prefix}{key}", f"is not an option of {request_name(cls)}", fix=fix)
 
 
 def request_name(cls: type) -> str:
