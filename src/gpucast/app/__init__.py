@@ -1,8 +1,9 @@
 """The application layer: one function per verb, the Python API the CLI is a shell over.
 
 Every verb takes a typed request (or the same options as keyword arguments, flag or field
-names, or a ``config=`` file) and returns a typed result with ``to_dict()`` (what ``--json``
-prints) and, where tabular, ``to_frame()``. ``import gpucast`` re-exports them::
+names; a verb whose command takes ``--config`` also a ``config=`` file) and returns a typed
+result with ``to_dict()`` (what ``--json`` prints) and, where tabular, ``to_frame()``.
+``import gpucast`` re-exports them::
 
     import gpucast
     plan = gpucast.plan_train(workload="resnet50", epochs=90, dataset_size=1281167)
