@@ -67,3 +67,19 @@ def test_an_option_of_a_verb_that_takes_none_says_so() -> None:
     with pytest.raises(InvalidSpecError) as info:
         build(CatalogGpusRequest, {"name": "H100"})
     assert str(info.value) == "name: is not an option of catalog gpus; catalog gpus takes none"
+
+
+def test_a_request_built_by_hand_reads_its_values_as_the_options_do() -> None:
+    # QA 38 A #9: SimulateTrainRequest(spot="no") ran on spot (a silently wrong cost), runs=2.5
+    # failed with TypeError; keyword options read both as the command line does
+    from gpucast.app._request import resolve
+
+    given = {**SIMULATE, "steps": 100, "spot": "no", "runs": 20.0}
+    by_hand = SimulateTrainRequest(**given)
+    request = resolve(SimulateTrainRequest, by_hand, {})
+    assert request == resolve(SimulateTrainRequest, None, given)
+    assert (request.spot, request.runs) == (False, 20)
+    plan = TrainRequest(**PLAN, gpus="H100-SXM,A100-80GB")
+    assert resolve(TrainRequest, plan, {}).gpus == ("H100-SXM", "A100-80GB")
+    with pytest.raises(InvalidSpecError, match=r"^runs: must be a whole number \(got 2\.5\)"):
+        resolve(SimulateTrainRequest, SimulateTrainRequest(**SIMULATE, steps=100, runs=2.5), {})

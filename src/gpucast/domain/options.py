@@ -373,6 +373,37 @@ def update(request: T, values: Mapping[str, Any]) -> T:
     return dataclasses.replace(request, **changes) if changes else request  # type: ignore[type-var]
 
 
+_HOLDS: dict[str, Callable[[Any], bool]] = {
+    "bool": lambda v: isinstance(v, bool),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "text": lambda v: isinstance(v, str),
+    "path": lambda v: isinstance(v, str | Path),
+}
+
+
+def _holds(f: Field, value: Any) -> bool:
+    """Whether ``value`` is already what field ``f`` holds once converted."""
+    if f.kind == "list":
+        item = _HOLDS.get(f.info.item, lambda v: True)
+        return isinstance(value, tuple) and all(item(v) for v in value)
+    return _HOLDS.get(f.kind, lambda v: True)(value)
+
+
+def converted(request: T) -> T:
+    """``request`` (built by hand) with each value read as its option reads it (QA 38 A #9:
+    ``spot="no"`` was true, ``gpus="A,B"`` three letters, ``runs=2.5`` a TypeError); a field
+    with its own ``parse`` checks its value itself."""
+    changes = {
+        f.name: convert(f, value)
+        for f in fields_of(type(request))
+        if f.info.parse is None
+        and (value := getattr(request, f.name)) is not None
+        and not _holds(f, value)
+    }
+    return dataclasses.replace(request, **changes) if changes else request  # type: ignore[type-var]
+
+
 def is_default(request: object, name: str) -> bool:
     """Whether field ``name`` of ``request`` holds its declared default."""
     for f in fields_of(type(request)):
