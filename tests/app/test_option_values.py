@@ -83,3 +83,18 @@ def test_a_request_built_by_hand_reads_its_values_as_the_options_do() -> None:
     assert resolve(TrainRequest, plan, {}).gpus == ("H100-SXM", "A100-80GB")
     with pytest.raises(InvalidSpecError, match=r"^runs: must be a whole number \(got 2\.5\)"):
         resolve(SimulateTrainRequest, SimulateTrainRequest(**SIMULATE, steps=100, runs=2.5), {})
+
+
+@pytest.mark.parametrize("request_object", [False, True])
+def test_one_option_in_two_spellings_is_refused(request_object: bool) -> None:
+    # QA 38 A #14: batch_size=32 and "batch-size"=64 ran whichever came last, silently
+    from gpucast.app._request import resolve
+
+    given = {"batch_size": 32, "batch-size": 64}
+    request = build(SimulateTrainRequest, {**SIMULATE, "steps": 100}) if request_object else None
+    options = given if request_object else {**SIMULATE, "steps": 100, **given}
+    with pytest.raises(InvalidSpecError) as info:
+        resolve(SimulateTrainRequest, request, options)
+    assert str(info.value) == (
+        "batch-size: is given twice, as 'batch_size' and as 'batch-size'; keep one"
+    )

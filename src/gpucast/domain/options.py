@@ -334,6 +334,17 @@ def _unknown(cls: type, key: str, where: str | None) -> InvalidSpecError:
     return InvalidSpecError(f"{prefix}{key}", f"is not an option of {request_name(cls)}", fix=fix)
 
 
+def _one_spelling(f: Field, key: str, spelled: dict[str, str]) -> None:
+    """Refuse field ``f`` given a second time under another spelling (QA 38 A #14:
+    ``batch_size=32`` and ``"batch-size"=64`` kept the last silently; a config file refuses
+    the same)."""
+    first = spelled.setdefault(f.name, key)
+    if first != key:
+        raise InvalidSpecError(
+            f.flag, f"is given twice, as {first!r} and as {key!r}", fix="keep one"
+        )
+
+
 def request_name(cls: type) -> str:
     return str(getattr(cls, "VERB", cls.__name__))
 
@@ -344,12 +355,14 @@ def build(cls: type[T], values: Mapping[str, Any], *, where: str | None = None) 
     ``where`` names the source (a config file) in the error of an unknown key.
     """
     kwargs: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for key, value in values.items():
         f = field_for(cls, key)
         if f is None:
             raise _unknown(cls, key, where)
         if value is None or (isinstance(value, list | tuple) and not value and f.kind == "list"):
             continue
+        _one_spelling(f, key, spelled)
         kwargs[f.name] = convert(f, value)
     for f in fields_of(cls):
         if f.required and f.name not in kwargs:
@@ -364,11 +377,13 @@ def update(request: T, values: Mapping[str, Any]) -> T:
     """``request`` with ``values`` (field or flag names) converted and replaced."""
     cls = type(request)
     changes: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for key, value in values.items():
         f = field_for(cls, key)
         if f is None:
             raise _unknown(cls, key, None)
         if value is not None:
+            _one_spelling(f, key, spelled)
             changes[f.name] = convert(f, value)
     return dataclasses.replace(request, **changes) if changes else request  # type: ignore[type-var]
 
