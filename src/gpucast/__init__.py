@@ -16,9 +16,67 @@ Requests, results and errors are typed; a bad option raises one
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpucast._version import __version__
+
+if TYPE_CHECKING:  # each verb's own signature for mypy and IDEs (QA 38 A #4); lazy at run time
+    from gpucast.app import campaign_run as campaign_run
+    from gpucast.app import campaign_status as campaign_status
+    from gpucast.app import catalog_gpus as catalog_gpus
+    from gpucast.app import catalog_mig as catalog_mig
+    from gpucast.app import catalog_offers as catalog_offers
+    from gpucast.app import catalog_spot as catalog_spot
+    from gpucast.app import catalog_systems as catalog_systems
+    from gpucast.app import fit_checkpoint as fit_checkpoint
+    from gpucast.app import fit_cluster as fit_cluster
+    from gpucast.app import fit_lifetimes as fit_lifetimes
+    from gpucast.app import fit_power as fit_power
+    from gpucast.app import fit_speed as fit_speed
+    from gpucast.app import fit_steptime as fit_steptime
+    from gpucast.app import fit_variability as fit_variability
+    from gpucast.app import import_skypilot as import_skypilot
+    from gpucast.app import load_plan as load_plan
+    from gpucast.app import measure_cmd as measure_cmd
+    from gpucast.app import measure_coldstart as measure_coldstart
+    from gpucast.app import measure_infer as measure_infer
+    from gpucast.app import measure_infer_curve as measure_infer_curve
+    from gpucast.app import measure_optimizer as measure_optimizer
+    from gpucast.app import measure_train as measure_train
+    from gpucast.app import plan_embeddings as plan_embeddings
+    from gpucast.app import plan_llm_serve as plan_llm_serve
+    from gpucast.app import plan_llm_train as plan_llm_train
+    from gpucast.app import plan_placement as plan_placement
+    from gpucast.app import plan_serve as plan_serve
+    from gpucast.app import plan_serverless as plan_serverless
+    from gpucast.app import plan_train as plan_train
+    from gpucast.app import predict_checkpoint as predict_checkpoint
+    from gpucast.app import predict_cluster as predict_cluster
+    from gpucast.app import predict_cmd as predict_cmd
+    from gpucast.app import predict_coldstart as predict_coldstart
+    from gpucast.app import predict_embedding_cache as predict_embedding_cache
+    from gpucast.app import predict_energy as predict_energy
+    from gpucast.app import predict_gnn as predict_gnn
+    from gpucast.app import predict_infer as predict_infer
+    from gpucast.app import predict_kernels as predict_kernels
+    from gpucast.app import predict_llm_train as predict_llm_train
+    from gpucast.app import predict_speed as predict_speed
+    from gpucast.app import predict_train as predict_train
+    from gpucast.app import profile_workload as profile_workload
+    from gpucast.app import runs_export as runs_export
+    from gpucast.app import runs_list as runs_list
+    from gpucast.app import runs_show as runs_show
+    from gpucast.app import save_plan as save_plan
+    from gpucast.app import save_serve_plan as save_serve_plan
+    from gpucast.app import simulate_kaas as simulate_kaas
+    from gpucast.app import simulate_llm_serve as simulate_llm_serve
+    from gpucast.app import simulate_serve as simulate_serve
+    from gpucast.app import simulate_serverless as simulate_serverless
+    from gpucast.app import simulate_train as simulate_train
+    from gpucast.app import validate as validate
+    from gpucast.app import write_plan_report as write_plan_report
+    from gpucast.app import write_report as write_report
+    from gpucast.app import write_serve_plan_report as write_serve_plan_report
 
 _SUBPACKAGES = frozenset(
     {

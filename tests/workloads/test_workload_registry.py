@@ -59,6 +59,17 @@ def test_unknown_option_is_named() -> None:
         get_workload("shake-shake", width=0)
 
 
+@pytest.mark.parametrize(
+    ("name", "option"),
+    [("cifar-resnet32", "depth"), ("resnet50", "name"), ("cifar-resnet32", "name")],
+)
+def test_an_option_named_as_a_factory_argument_is_unknown(name: str, option: str) -> None:
+    # QA 38 A #1: -o depth=20 on cifar-resnet32 (-o name=x anywhere) raised TypeError "got
+    # multiple values for argument" (a traceback) instead of naming the option
+    with pytest.raises(InvalidSpecError, match=f"{name} option '{option}': is not an option"):
+        get_workload(name, **{option: 20})
+
+
 def test_resnet50_is_torchvisions() -> None:
     assert params("resnet50") == 25_557_032
 

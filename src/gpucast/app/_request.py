@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from gpucast.app.config import request_from
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import fields_of, request_name, update
+from gpucast.domain.options import converted, fields_of, request_name, update
 
 T = TypeVar("T")
 
@@ -83,4 +83,4 @@ def _resolve(
         raise InvalidSpecError(
             "config", "cannot be combined with a request object", fix="pass one of them"
         )
-    return update(request, options)
+    return update(converted(request), options)

@@ -67,7 +67,10 @@ def request_from(
             continue
         f = field_for(request_cls, key)
         name = f.name if f is not None else key
-        values = {k: v for k, v in values.items() if _same(request_cls, k, name) is False}
+        # the file's spelling of this option gives way (two given spellings: build refuses)
+        values = {
+            k: v for k, v in values.items() if k not in from_file or not _same(request_cls, k, name)
+        }
         values[key] = value
         from_file.discard(key)
     try:

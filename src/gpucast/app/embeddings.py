@@ -344,7 +344,11 @@ def _hardware(
 
 
 def plan_embeddings(
-    request: PlanEmbeddingsRequest | None = None, /, **options: Any
+    request: PlanEmbeddingsRequest | None = None,
+    /,
+    *,
+    config: Path | str | None = None,
+    **options: Any,
 ) -> PlanEmbeddingsResult:
     """The fastest (for fixed GPUs: cheapest) sharding that fits, explained (module docstring)."""
     from gpucast.catalog.validation import validation_for
@@ -356,7 +360,7 @@ def plan_embeddings(
     )
     from gpucast.predict import embeddings as emb
 
-    request = resolve(PlanEmbeddingsRequest, request, options)
+    request = resolve(PlanEmbeddingsRequest, request, options, config)
     model = rec_model_input(request.model, request.tables, request.batch)
     uneven = _batch_split(model.global_batch, request.gpus, given=request.batch is not None)
     hw, gpu_name, price, notes = _hardware(request)

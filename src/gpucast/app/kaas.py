@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
@@ -301,7 +302,11 @@ def _check_pool_memory(models: tuple[str, ...], gpu: GpuSpec) -> None:
 
 
 def simulate_kaas(
-    request: SimulateKaasRequest | None = None, /, **options: Any
+    request: SimulateKaasRequest | None = None,
+    /,
+    *,
+    config: Path | str | None = None,
+    **options: Any,
 ) -> SimulateKaasResult:
     """Kernel-level vs invocation-level sharing of a GPU pool, and one GPU per function."""
     from gpucast.catalog import load_catalog
@@ -310,7 +315,7 @@ def simulate_kaas(
     from gpucast.simulate.kaas import MAX_KERNELS, SHARINGS
     from gpucast.simulate.kaas import simulate_kaas as simulate
 
-    request = resolve(SimulateKaasRequest, request, options)
+    request = resolve(SimulateKaasRequest, request, options, config)
     gpu = load_catalog().gpu(request.gpu or DEFAULT_GPU)
     pool_gpus = request.pool_gpus or DEFAULT_POOL_GPUS
     by_model = {m: kernel_sequence(m, gpu) for m in dict.fromkeys(request.models)}

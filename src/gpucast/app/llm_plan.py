@@ -503,7 +503,11 @@ def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) ->
 
 
 def plan_llm_train(
-    request: PlanLlmTrainRequest | None = None, /, **options: Any
+    request: PlanLlmTrainRequest | None = None,
+    /,
+    *,
+    config: Path | str | None = None,
+    **options: Any,
 ) -> PlanLlmTrainResult:
     """The cheapest GPU cluster and 3D layout that trains ``model`` on ``tokens`` within the
     deadline and budget (:mod:`gpucast.plan.llm`); where no row meets them,
@@ -532,7 +536,7 @@ def plan_llm_train(
     from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
     from gpucast.plan.train import filtered_offers
 
-    request = resolve(PlanLlmTrainRequest, request, options)
+    request = resolve(PlanLlmTrainRequest, request, options, config)
     spot_asked = request.allow_spot
     facts = load_coldstart_facts()
     known = facts.names("storage")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
@@ -125,7 +126,11 @@ class PlacementResult:
 
 
 def plan_placement(
-    request: PlanPlacementRequest | None = None, /, **options: Any
+    request: PlanPlacementRequest | None = None,
+    /,
+    *,
+    config: Path | str | None = None,
+    **options: Any,
 ) -> PlacementResult:
     """The GPUs a job should get on a shared server (topology-aware vs first-fit), and with
     ``jobs=N`` the throughput of a simulated queue under both."""
@@ -135,7 +140,7 @@ def plan_placement(
     from gpucast.plan.placement import choose_gpus, rank_placements
     from gpucast.simulate.gpu_queue import simulate_queue, synthetic_jobs
 
-    request = resolve(PlanPlacementRequest, request, options)
+    request = resolve(PlanPlacementRequest, request, options, config)
     topology = resolve_topology(request.topology)
     free = request.free or topology.gpus
     w = request.fragmentation_weight

@@ -911,6 +911,7 @@ def simulate_serverless(
     /,
     *,
     db: Path | str | None = None,
+    config: Path | str | None = None,
     **options: Any,
 ) -> SimulateServerlessResult:
     """Simulate GPU functions under a keep-alive policy (module docstring). ``db``: the
@@ -918,7 +919,7 @@ def simulate_serverless(
     from gpucast.domain.serverless import parse_policy
     from gpucast.simulate.serverless import simulate_keep_alive
 
-    request = resolve(SimulateServerlessRequest, request, options)
+    request = resolve(SimulateServerlessRequest, request, options, config)
     policy = parse_policy(request.policy)
     load = _load(request, db)
     _check_warmup(request, load)
@@ -1155,6 +1156,7 @@ def plan_serverless(
     /,
     *,
     db: Path | str | None = None,
+    config: Path | str | None = None,
     **options: Any,
 ) -> PlanServerlessResult:
     """Serverless (per keep-alive policy) vs always-on deployments of the same load: the
@@ -1165,7 +1167,7 @@ def plan_serverless(
     from gpucast.domain.serverless import parse_policy
     from gpucast.plan.serverless import plan_serverless as plan
 
-    request = resolve(PlanServerlessRequest, request, options)
+    request = resolve(PlanServerlessRequest, request, options, config)
     percentile, slo_s = parse_slo(request.slo or DEFAULT_SLO)
     load = _load(request, db)
     _check_warmup(request, load)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import threading
 import time
@@ -41,9 +40,9 @@ def state(ctx: typer.Context) -> CliState:
 
 def emit_json(obj: Any) -> None:
     """Print one JSON object on stdout (NaN/inf become null), with no Rich markup."""
-    from gpucast.domain.jsonable import jsonable
+    from gpucast.domain.jsonable import json_text
 
-    sys.stdout.write(json.dumps(jsonable(obj), indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.write(json_text(obj))  # what a Python caller gets from json_text(to_dict())
     sys.stdout.flush()
 
 

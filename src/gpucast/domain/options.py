@@ -23,7 +23,7 @@ import difflib
 import math
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass
 from pathlib import Path
@@ -214,10 +214,16 @@ def field_for(cls: type, key: str) -> Field | None:
 
 # -- value conversion ---------------------------------------------------------------------
 def split_list(value: Any) -> list[str]:
-    """A list value as given: a sequence and/or comma-separated text, blanks dropped."""
+    """A list value as given: any iterable (a set in sorted order, having none of its own)
+    and/or comma-separated text, blanks dropped; text, a path or a mapping is one item."""
     if value is None:
         return []
-    items = value if isinstance(value, list | tuple) else [value]
+    if isinstance(value, str | bytes | Path | Mapping) or not isinstance(value, Iterable):
+        items = [value]
+    elif isinstance(value, set | frozenset):  # QA 38 A #3: a set read as one odd name
+        items = sorted(value, key=str)
+    else:
+        items = list(value)
     out: list[str] = []
     for item in items:
         if isinstance(item, str):
@@ -289,7 +295,23 @@ def _scalar(f: Field, kind: str, value: Any) -> Any:
         if text in ("false", "no", "off", "0"):
             return False
         raise InvalidSpecError(f.flag, "must be true or false", got=value, fix=_fix(f))
+    if kind == "text" and not isinstance(value, str):
+        return _text(f, value)
     return value
+
+
+def _text(f: Field, value: Any) -> str:
+    """A text option given another value from Python: a path or a number is its text (as
+    a YAML key's number is); anything else is refused, naming the option (QA 38 A #2:
+    ``region=5`` or ``gpu=["K80"]`` failed later with an AttributeError)."""
+    if isinstance(value, Path | int | float) and not isinstance(value, bool):
+        return str(value)
+    each = "each item " if f.kind == "list" else ""
+    one = isinstance(value, Iterable) and not isinstance(value, bytes)
+    what = "one value" if one else "text"
+    raise InvalidSpecError(
+        f.flag, f"{each}must be {what}, not a {type(value).__name__}", got=value, fix=_fix(f)
+    )
 
 
 def convert(f: Field, value: Any) -> Any:
@@ -305,11 +327,22 @@ def _unknown(cls: type, key: str, where: str | None) -> InvalidSpecError:
     names = [f.flag for f in fields_of(cls)]
     close = difflib.get_close_matches(_key(key).replace("_", "-"), names, n=1)
     prefix = f"{where}: " if where else ""
-    return InvalidSpecError(
-        f"{prefix}{key}",
-        f"is not an option of {request_name(cls)}",
-        fix=f"did you mean {close[0]!r}?" if close else f"known: {', '.join(names)}",
-    )
+    if close:
+        fix = f"did you mean {close[0]!r}?"
+    else:  # QA 38 A #5: a verb without options read "known: " (an empty list)
+        fix = f"known: {', '.join(names)}" if names else f"{request_name(cls)} takes none"
+    return InvalidSpecError(f"{prefix}{key}", f"is not an option of {request_name(cls)}", fix=fix)
+
+
+def _one_spelling(f: Field, key: str, spelled: dict[str, str]) -> None:
+    """Refuse field ``f`` given a second time under another spelling (QA 38 A #14:
+    ``batch_size=32`` and ``"batch-size"=64`` kept the last silently; a config file refuses
+    the same)."""
+    first = spelled.setdefault(f.name, key)
+    if first != key:
+        raise InvalidSpecError(
+            f.flag, f"is given twice, as {first!r} and as {key!r}", fix="keep one"
+        )
 
 
 def request_name(cls: type) -> str:
@@ -322,12 +355,14 @@ def build(cls: type[T], values: Mapping[str, Any], *, where: str | None = None) 
     ``where`` names the source (a config file) in the error of an unknown key.
     """
     kwargs: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for key, value in values.items():
         f = field_for(cls, key)
         if f is None:
             raise _unknown(cls, key, where)
         if value is None or (isinstance(value, list | tuple) and not value and f.kind == "list"):
             continue
+        _one_spelling(f, key, spelled)
         kwargs[f.name] = convert(f, value)
     for f in fields_of(cls):
         if f.required and f.name not in kwargs:
@@ -342,12 +377,45 @@ def update(request: T, values: Mapping[str, Any]) -> T:
     """``request`` with ``values`` (field or flag names) converted and replaced."""
     cls = type(request)
     changes: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for key, value in values.items():
         f = field_for(cls, key)
         if f is None:
             raise _unknown(cls, key, None)
         if value is not None:
+            _one_spelling(f, key, spelled)
             changes[f.name] = convert(f, value)
+    return dataclasses.replace(request, **changes) if changes else request  # type: ignore[type-var]
+
+
+_HOLDS: dict[str, Callable[[Any], bool]] = {
+    "bool": lambda v: isinstance(v, bool),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "text": lambda v: isinstance(v, str),
+    "path": lambda v: isinstance(v, str | Path),
+}
+
+
+def _holds(f: Field, value: Any) -> bool:
+    """Whether ``value`` is already what field ``f`` holds once converted."""
+    if f.kind == "list":
+        item = _HOLDS.get(f.info.item, lambda v: True)
+        return isinstance(value, tuple) and all(item(v) for v in value)
+    return _HOLDS.get(f.kind, lambda v: True)(value)
+
+
+def converted(request: T) -> T:
+    """``request`` (built by hand) with each value read as its option reads it (QA 38 A #9:
+    ``spot="no"`` was true, ``gpus="A,B"`` three letters, ``runs=2.5`` a TypeError); a field
+    with its own ``parse`` checks its value itself."""
+    changes = {
+        f.name: convert(f, value)
+        for f in fields_of(type(request))
+        if f.info.parse is None
+        and (value := getattr(request, f.name)) is not None
+        and not _holds(f, value)
+    }
     return dataclasses.replace(request, **changes) if changes else request  # type: ignore[type-var]
 
 

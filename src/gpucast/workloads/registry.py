@@ -43,7 +43,7 @@ def list_workloads() -> list[str]:
     return sorted([*_FACTORIES, *(f"cifar-resnet{d}" for d in _CIFAR_DEPTHS)])
 
 
-def get_workload(name: str, **options: Any) -> Workload:
+def get_workload(name: str, /, **options: Any) -> Workload:
     """The workload called ``name`` (a built-in or ``module:factory``), built with ``options``.
 
     Raises UnknownWorkloadError (with close matches) for an unknown name and InvalidSpecError

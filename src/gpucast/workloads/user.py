@@ -209,7 +209,7 @@ def _default_loss(output: Any, _target: Any) -> torch.Tensor:
     )
 
 
-def load_user_workload(name: str, **options: Any) -> Workload:
+def load_user_workload(name: str, /, **options: Any) -> Workload:
     """Import ``module:factory``, call ``factory(**options)`` and adapt it to a Workload."""
     module_part, _, factory_name = name.rpartition(":")
     if not module_part or not _IDENTIFIER.match(factory_name):

@@ -155,7 +155,7 @@ class CifarResNet(nn.Module):
         return self.fc(x)
 
 
-def cifar_resnet(depth: int, **options: Any) -> Workload:
+def cifar_resnet(depth: int, /, **options: Any) -> Workload:
     """``cifar-resnet{depth}``; options: ``width`` (stem filters, default 16; 64 for depth 18),
     ``num_classes`` (10); ``cifar-resnet15`` also takes ``blocks`` (basic blocks per stage,
     default ``2,2,2``): CM-DARE's ``customN`` models are Res15 with more blocks, e.g.
@@ -410,7 +410,7 @@ class ImageNetResNet(nn.Module):
 
 
 def _imagenet_resnet(
-    name: str, blocks: tuple[int, int, int, int], bottleneck: bool, **options: Any
+    name: str, blocks: tuple[int, int, int, int], bottleneck: bool, /, **options: Any
 ) -> Workload:
     reject_unknown(name, options, ("num_classes",))
     num_classes = positive_int("num_classes", options.get("num_classes", 1000))

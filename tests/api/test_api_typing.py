@@ -1,0 +1,48 @@
+"""A type checker sees each verb's own signature (QA 38 A #4): ``gpucast.plan_train`` and
+``gpucast.app.plan_train`` came from a module ``__getattr__`` typed ``Any``, so a client's
+``mypy --strict`` checked nothing it did with a result. Both packages re-export every verb of
+:data:`gpucast.app.VERBS` under ``TYPE_CHECKING`` (at run time they still load lazily)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import gpucast
+from gpucast.app import VERBS
+
+SRC = Path(gpucast.__file__).parent
+
+
+def _type_checking_imports(path: Path) -> dict[str, str]:
+    """name -> module of the ``from M import X as X`` lines under ``if TYPE_CHECKING:``."""
+    found: dict[str, str] = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom) and stmt.module is not None
+                for alias in stmt.names:
+                    assert alias.asname == alias.name, "an explicit re-export: X as X"
+                    found[alias.name] = stmt.module
+    return found
+
+
+def test_gpucast_app_re_exports_every_verb_from_its_module_for_type_checkers() -> None:
+    expected = {verb: f"gpucast.app.{module}" for verb, module in VERBS.items()}
+    assert _type_checking_imports(SRC / "app" / "__init__.py") == expected
+
+
+def test_gpucast_re_exports_every_verb_for_type_checkers() -> None:
+    expected = dict.fromkeys(VERBS, "gpucast.app")
+    assert _type_checking_imports(SRC / "__init__.py") == expected
+
+
+def test_the_verbs_still_load_lazily() -> None:
+    code = (
+        "import sys, gpucast, gpucast.app; "
+        "print(sorted(m for m in sys.modules if m.startswith('gpucast.app.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

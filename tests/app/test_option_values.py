@@ -1,0 +1,100 @@
+"""Option values a Python caller passes (QA 38 A #2, #3): any iterable for a list option, a
+number or a path for a text option, and one InvalidSpecError -- never an AttributeError --
+for a value an option cannot take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpucast.app.simulation import SimulateTrainRequest
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import build
+from gpucast.domain.plan import TrainRequest
+
+PLAN = {"workload": "resnet50", "epochs": 1, "dataset_size": 100}
+SIMULATE = {"gpu": "K80", "workers": 2, "region": "us-east1", "workload": "cifar-resnet32"}
+
+
+@pytest.mark.parametrize(
+    "gpus",
+    [
+        ["H100-SXM", "A100-80GB"],
+        ("H100-SXM", "A100-80GB"),
+        "H100-SXM,A100-80GB",
+        iter(["H100-SXM", "A100-80GB"]),
+        (gpu for gpu in ["H100-SXM", "A100-80GB"]),
+    ],
+)
+def test_a_list_option_takes_any_ordered_iterable(gpus: Any) -> None:
+    assert build(TrainRequest, {**PLAN, "gpus": gpus}).gpus == ("H100-SXM", "A100-80GB")
+
+
+def test_a_set_is_read_in_sorted_order() -> None:
+    request = build(
+        TrainRequest,
+        {**PLAN, "gpus": {"H100-SXM", "A100-80GB"}, "batch_sizes": {64, 32}, "providers": {"aws"}},
+    )
+    assert request.gpus == ("A100-80GB", "H100-SXM")
+    assert request.batch_sizes == (32, 64)
+    assert request.providers == ("aws",)
+
+
+def test_a_text_option_reads_a_path_or_a_number_as_its_text() -> None:
+    request = build(SimulateTrainRequest, {**SIMULATE, "region": Path("us-east1"), "steps": 100})
+    assert request.region == "us-east1"
+    assert build(TrainRequest, {**PLAN, "gpus": [100]}).gpus == ("100",)
+
+
+@pytest.mark.parametrize("value", [["K80"], ("K80", "T4"), {"K80"}, {"name": "K80"}])
+def test_a_text_option_refuses_a_collection_in_one_line(value: Any) -> None:
+    with pytest.raises(InvalidSpecError, match=r"^gpu: must be one value, not a") as info:
+        build(SimulateTrainRequest, {**SIMULATE, "gpu": value, "steps": 100})
+    assert "\n" not in str(info.value)
+
+
+def test_a_list_option_refuses_a_mapping() -> None:
+    with pytest.raises(InvalidSpecError, match=r"^gpu: each item must be one value, not a dict"):
+        build(TrainRequest, {**PLAN, "gpus": {"H100-SXM": 1}})
+
+
+def test_an_option_of_a_verb_that_takes_none_says_so() -> None:
+    # QA 38 A #5: "name: is not an option of catalog gpus; known: " (an empty list)
+    from gpucast.app.catalog import CatalogGpusRequest
+
+    with pytest.raises(InvalidSpecError) as info:
+        build(CatalogGpusRequest, {"name": "H100"})
+    assert str(info.value) == "name: is not an option of catalog gpus; catalog gpus takes none"
+
+
+def test_a_request_built_by_hand_reads_its_values_as_the_options_do() -> None:
+    # QA 38 A #9: SimulateTrainRequest(spot="no") ran on spot (a silently wrong cost), runs=2.5
+    # failed with TypeError; keyword options read both as the command line does
+    from gpucast.app._request import resolve
+
+    given = {**SIMULATE, "steps": 100, "spot": "no", "runs": 20.0}
+    by_hand = SimulateTrainRequest(**given)
+    request = resolve(SimulateTrainRequest, by_hand, {})
+    assert request == resolve(SimulateTrainRequest, None, given)
+    assert (request.spot, request.runs) == (False, 20)
+    plan = TrainRequest(**PLAN, gpus="H100-SXM,A100-80GB")
+    assert resolve(TrainRequest, plan, {}).gpus == ("H100-SXM", "A100-80GB")
+    with pytest.raises(InvalidSpecError, match=r"^runs: must be a whole number \(got 2\.5\)"):
+        resolve(SimulateTrainRequest, SimulateTrainRequest(**SIMULATE, steps=100, runs=2.5), {})
+
+
+@pytest.mark.parametrize("request_object", [False, True])
+def test_one_option_in_two_spellings_is_refused(request_object: bool) -> None:
+    # QA 38 A #14: batch_size=32 and "batch-size"=64 ran whichever came last, silently
+    from gpucast.app._request import resolve
+
+    given = {"batch_size": 32, "batch-size": 64}
+    request = build(SimulateTrainRequest, {**SIMULATE, "steps": 100}) if request_object else None
+    options = given if request_object else {**SIMULATE, "steps": 100, **given}
+    with pytest.raises(InvalidSpecError) as info:
+        resolve(SimulateTrainRequest, request, options)
+    assert str(info.value) == (
+        "batch-size: is given twice, as 'batch_size' and as 'batch-size'; keep one"
+    )
