@@ -213,7 +213,7 @@ def field_for(cls: type, key: str) -> Field | None:
 
 
 # -- value conversion ---------------------------------------------------------------------
-def split_list(value: Any) -> list[str]:
+def split_list(value: Any) -> list[Any]:
     """A list value as given: any iterable (a set in sorted order, having none of its own)
     and/or comma-separated text, blanks dropped; text, a path or a mapping is one item."""
     if value is None:
@@ -224,7 +224,7 @@ def split_list(value: Any) -> list[str]:
         items = sorted(value, key=str)
     else:
         items = list(value)
-    out: list[str] = []
+    out: list[Any] = []
     for item in items:
         if isinstance(item, str):
             out += [p.strip() for p in item.split(",") if p.strip()]
