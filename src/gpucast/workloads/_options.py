@@ -67,4 +67,4 @@ def boolean(field: str, value: Any) -> bool:
     text = str(value).strip().lower()
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
-    raise InvalidSpecError(field, "must be true or false", got=value, fix=f"e.g. {field}=false")
+    raise InvalidSpecError(field, "must be true or false", got=value, fix=f"e.g. -o {field}=false")
