@@ -44,3 +44,19 @@ def test_the_uncalibrated_line_gives_no_stale_advice(tmp_path: Path) -> None:
     calibrated, source = _predict(db)
     assert not calibrated
     assert "mlp -o hidden=64 calibrate" in source and "makes a configuration" not in source
+
+
+def test_a_configured_prediction_names_its_configuration(tmp_path: Path) -> None:
+    """QA 38 M F6: `predict train mlp -o hidden=256` said `mlp (batch 32, ...)` and `--json`
+    `"workload": "mlp"`: which configuration was predicted was nowhere but in the calibration
+    text. It is named as a run of it is stored; options at built-in values name the plain one."""
+    for options, name in (
+        (["hidden=256"], "mlp -o hidden=256"),
+        (["hidden=1024,1024"], "mlp"),
+        ([], "mlp"),
+    ):
+        result = predict_train(
+            workload="mlp", precision="fp32", batch_size=32, gpu="T4", db=tmp_path / "s.db",
+            workload_options=options,
+        )  # fmt: skip
+        assert result.workload == name and result.to_dict()["workload"] == name
