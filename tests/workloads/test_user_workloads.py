@@ -152,3 +152,18 @@ def test_a_user_option_not_of_its_parameters_type_names_the_option(tmp_path: Pat
             get_workload(f"{module}:build", **{key: value})
         assert str(info.value).startswith(f"{key}: must be ") and rule in str(info.value)
         assert "fix the user model" not in str(info.value) and info.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "fix"),
+    [
+        ("mlp", {"hidden": "abc"}, "; e.g. -o hidden=512,256,64"),
+        ("lstm-lm", {"tied": "maybe"}, "; e.g. -o tied=false"),
+    ],
+)
+def test_a_built_in_options_fix_is_an_option_as_typed(name: str, options: dict, fix: str) -> None:
+    """QA 38 M F9: `-o hidden=abc` suggested `e.g. 512,256,64`, a bool `e.g. tied=false`:
+    neither is what a user types after the flag."""
+    with pytest.raises(InvalidSpecError) as info:
+        get_workload(name, **options)
+    assert str(info.value).endswith(fix), str(info.value)
