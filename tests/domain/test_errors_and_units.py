@@ -273,3 +273,25 @@ def test_an_unknown_gpu_region_or_provider_starts_with_its_field() -> None:
     assert str(UnknownRegionError("mars", ["us-east-1"])).startswith("region: unknown region")
     assert str(UnknownProviderError("ibm", ["aws"])).startswith("provider: unknown provider")
     assert str(UnknownGpuError("FOO", ["T4"], field="cluster.gpu")).startswith("cluster.gpu: ")
+
+
+def test_a_small_target_is_not_printed_as_nothing() -> None:
+    """QA 38 M F8: `measure train --target-ci 0.0001` said `target ±0.0%` and `±0.0% asked`."""
+    from datetime import UTC, datetime
+
+    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+    from gpucast.domain.units import percent_text
+    from gpucast.domain.workload import WorkloadSpec
+
+    assert percent_text(0.0001) == "0.01%" and percent_text(0.02) == "2.0%"
+    assert percent_text(0.02, 2) == "2.00%" and percent_text(0.0) == "0.0%"
+    m = Measurement(
+        spec=WorkloadSpec(name="mlp", batch_size=4), mode="train",
+        step_times_s=(0.01, 0.0102, 0.0098), samples_per_step=4, stop_reason="time_budget",
+        target_ci=0.0001, created_at=datetime.now(UTC), device="cpu",
+        environment=EnvironmentFingerprint(
+            host="h", os="linux", python_version="3.11", cpu_model="cpu", cpu_cores=2,
+            torch_threads=2, torch_version="2",
+        ),
+    )  # fmt: skip
+    assert any("±0.01% asked" in w for w in m.warnings), m.warnings
