@@ -295,3 +295,19 @@ def test_a_small_target_is_not_printed_as_nothing() -> None:
         ),
     )  # fmt: skip
     assert any("±0.01% asked" in w for w in m.warnings), m.warnings
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [["hidden=64", "hidden=32"], ["hidden=64,hidden=32"], [("hidden", 64), "hidden=32"]],
+)
+def test_a_workload_option_given_twice_is_refused(typed: list) -> None:
+    """QA 38 M F10: `measure train mlp -o hidden=64 -o hidden=32` measured hidden=32 without a
+    word (the last one won)."""
+    from gpucast.domain.workload import parse_workload_options
+
+    with pytest.raises(InvalidSpecError) as info:
+        parse_workload_options(typed)
+    assert str(info.value) == (
+        "option: hidden is given twice (hidden=64, hidden=32); give it once, e.g. -o hidden=32"
+    )
