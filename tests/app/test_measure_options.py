@@ -179,6 +179,24 @@ def test_runs_list_finds_a_configuration_typed_at_its_built_in_values(tmp_path: 
     gpucast.measure_infer("mlp", db=db, workload_options=["hidden=8"], **QUICK)
     for typed in ("mlp -o hidden=8", "mlp -o hidden=8 -o num_classes=10", "MLP -o hidden=8.0"):
         assert len(runs_list(db=db, workload=typed).runs) == 1, typed
-    # at the built-in values it is plain mlp, which lists its configurations too
-    assert len(runs_list(db=db, workload="mlp -o hidden=1024,1024").runs) == 1
     assert runs_list(db=db, workload="mlp -o hidden=16").runs == ()
+
+
+def test_a_configuration_at_built_in_values_lists_the_plain_runs_only(tmp_path: Path) -> None:
+    """QA session 38 (M F2): `runs list --workload 'mlp -o hidden=1024,1024'` (that
+    configuration only, as the help says) canonicalised to `mlp` and then listed every mlp
+    configuration too; `runs export` and `report --runs` wrote them likewise. A plain name
+    still takes its configurations."""
+    from gpucast.app.reports import write_report
+    from gpucast.app.runs import runs_export, runs_list
+
+    db = tmp_path / "s.db"
+    gpucast.measure_infer("mlp", db=db, workload_options=["hidden=8"], **QUICK)
+    gpucast.measure_infer("mlp", db=db, **QUICK)
+    typed = "mlp -o hidden=1024,1024"
+    assert [r.workload for r in runs_list(db=db, workload=typed).runs] == ["mlp"]
+    assert len(runs_list(db=db, workload="mlp").runs) == 2
+    out = tmp_path / "runs.csv"
+    assert runs_export(db=db, workload=typed, out=out).count == 1
+    page = write_report(runs=True, db=db, workload=typed, out=tmp_path / "r.html")
+    assert page.what.startswith("1 run")

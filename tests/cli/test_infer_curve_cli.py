@@ -150,7 +150,7 @@ def test_threads_and_cpu_timer_as_the_busy_host_warning_says() -> None:
     [
         (["--threads", "0"], "threads: must be an integer in [1,"),
         (["--timer", "cpu", "--device", "cuda"], "timer: cpu times the host's CPU time"),
-        (["--timer", "gpu"], "timer: must be wall or cpu"),
+        (["--timer", "gpu"], "timer: must be wall or cpu (got 'gpu'); e.g. --timer cpu"),
         (["--colocate", "mlp", "--threads", "1"], "threads: applies to the curve, not to"),
     ],
 )

@@ -273,3 +273,41 @@ def test_an_unknown_gpu_region_or_provider_starts_with_its_field() -> None:
     assert str(UnknownRegionError("mars", ["us-east-1"])).startswith("region: unknown region")
     assert str(UnknownProviderError("ibm", ["aws"])).startswith("provider: unknown provider")
     assert str(UnknownGpuError("FOO", ["T4"], field="cluster.gpu")).startswith("cluster.gpu: ")
+
+
+def test_a_small_target_is_not_printed_as_nothing() -> None:
+    """QA 38 M F8: `measure train --target-ci 0.0001` said `target ±0.0%` and `±0.0% asked`."""
+    from datetime import UTC, datetime
+
+    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+    from gpucast.domain.units import percent_text
+    from gpucast.domain.workload import WorkloadSpec
+
+    assert percent_text(0.0001) == "0.01%" and percent_text(0.02) == "2.0%"
+    assert percent_text(0.02, 2) == "2.00%" and percent_text(0.0) == "0.0%"
+    m = Measurement(
+        spec=WorkloadSpec(name="mlp", batch_size=4), mode="train",
+        step_times_s=(0.01, 0.0102, 0.0098), samples_per_step=4, stop_reason="time_budget",
+        target_ci=0.0001, created_at=datetime.now(UTC), device="cpu",
+        environment=EnvironmentFingerprint(
+            host="h", os="linux", python_version="3.11", cpu_model="cpu", cpu_cores=2,
+            torch_threads=2, torch_version="2",
+        ),
+    )  # fmt: skip
+    assert any("±0.01% asked" in w for w in m.warnings), m.warnings
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [["hidden=64", "hidden=32"], ["hidden=64,hidden=32"], [("hidden", 64), "hidden=32"]],
+)
+def test_a_workload_option_given_twice_is_refused(typed: list) -> None:
+    """QA 38 M F10: `measure train mlp -o hidden=64 -o hidden=32` measured hidden=32 without a
+    word (the last one won)."""
+    from gpucast.domain.workload import parse_workload_options
+
+    with pytest.raises(InvalidSpecError) as info:
+        parse_workload_options(typed)
+    assert str(info.value) == (
+        "option: hidden is given twice (hidden=64, hidden=32); give it once, e.g. -o hidden=32"
+    )

@@ -103,6 +103,17 @@ def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
         ("workloads: [mlp]\nbatch_sizes: [4]\nsettings: {target_ci: 5}\n", 3, "target_ci.*1\\]"),
         ("workloads: [mlp]\nbatch_sizes: [4\n", None, "not valid YAML"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nworkloads: [gcn]\n", 3, "'workloads'.*lines 1 and 3"),
+        # QA 38 M F7: both are plain mlp (the built-in value), measured twice without a word
+        (
+            'batch_sizes: [4]\nworkloads:\n  - mlp\n  - "mlp -o hidden=1024,1024"\n',
+            4,
+            r"'workloads'.*is mlp, listed already \(line 3\); list it once .*repeats",
+        ),
+        (
+            'batch_sizes: [4]\nworkloads:\n  - "mlp -o hidden=1024,1024"\n  - mlp\n',
+            4,
+            r"'workloads'.*'mlp' is mlp, listed already \(line 3\)",
+        ),
         (
             "workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n  steps: 5\n  steps: 50\n",
             5,

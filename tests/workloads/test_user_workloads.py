@@ -104,3 +104,66 @@ def test_an_option_the_factory_does_not_take_names_the_option_and_its_parameters
         "import torch\n\ndef build(**kw):\n    return torch.nn.Linear(3, 2), torch.randn(4, 3)\n"
     )
     assert get_workload(f"{module}:build", depth=3).family == "user"
+
+
+_TYPED = """from __future__ import annotations
+import torch
+
+def build(width: int = 4, bias: bool = True, *, norm=False):
+    layers = [torch.nn.Linear(width, width, bias=bias)]
+    if norm:
+        layers.append(torch.nn.LayerNorm(width))
+    return torch.nn.Sequential(*layers), torch.randn(2, width)
+"""
+
+
+@pytest.mark.parametrize(
+    ("typed", "params"),
+    [
+        ("bias=false", 16),
+        ("bias=no", 16),
+        ("bias=0", 16),
+        ("bias=yes", 20),
+        ("norm=true", 28),
+        ("norm=off", 20),
+        ("width=1e1", 110),
+    ],
+)
+def test_a_user_factory_gets_its_options_as_its_parameters_types(
+    tmp_path: Path, typed: str, params: int
+) -> None:
+    """QA session 38 (M F1): `-o bias=false` reached the factory as the text 'false' (true in
+    Python), so the model kept its biases and was stored as `-o bias=false`; a parameter typed
+    or defaulted bool takes the spellings built-in options take, an int one a whole 1e1."""
+    from gpucast.domain.workload import parse_workload_options
+
+    module = tmp_path / "typed.py"
+    module.write_text(_TYPED)
+    options = dict(parse_workload_options([typed]))
+    model = get_workload(f"{module}:build", **options).build_model(CPU)
+    assert sum(p.numel() for p in model.parameters()) == params
+
+
+def test_a_user_option_not_of_its_parameters_type_names_the_option(tmp_path: Path) -> None:
+    module = tmp_path / "typed.py"
+    module.write_text(_TYPED)
+    for key, value, rule in (("bias", "maybe", "true or false"), ("width", 2.5, "whole number")):
+        with pytest.raises(InvalidSpecError) as info:
+            get_workload(f"{module}:build", **{key: value})
+        assert str(info.value).startswith(f"{key}: must be ") and rule in str(info.value)
+        assert "fix the user model" not in str(info.value) and info.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "fix"),
+    [
+        ("mlp", {"hidden": "abc"}, "; e.g. -o hidden=512,256,64"),
+        ("lstm-lm", {"tied": "maybe"}, "; e.g. -o tied=false"),
+    ],
+)
+def test_a_built_in_options_fix_is_an_option_as_typed(name: str, options: dict, fix: str) -> None:
+    """QA 38 M F9: `-o hidden=abc` suggested `e.g. 512,256,64`, a bool `e.g. tied=false`:
+    neither is what a user types after the flag."""
+    with pytest.raises(InvalidSpecError) as info:
+        get_workload(name, **options)
+    assert str(info.value).endswith(fix), str(info.value)

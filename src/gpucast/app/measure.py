@@ -87,7 +87,7 @@ def check_threads_and_timer(threads: int | None, timer: str, device: str) -> Non
     """``--threads`` (1 to this host's cores) and ``--timer`` (wall, or cpu on the CPU only),
     as every verb that times CPU steps takes them."""
     if timer not in ("wall", "cpu"):
-        raise InvalidSpecError("timer", "must be wall or cpu", got=timer)
+        raise InvalidSpecError("timer", "must be wall or cpu", got=timer, fix="e.g. --timer cpu")
     cores = os.cpu_count() or 1
     if threads is not None and (
         isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= cores

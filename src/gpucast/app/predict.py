@@ -385,7 +385,7 @@ def predict_train(
             catalog=catalog,
         )
     return PredictTrainResult(
-        workload=request.workload,
+        workload=measured,
         batch_size=request.batch_size,
         gpu=spec.name,
         precision=request.precision,

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.app.runs import workload_filter
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.jsonable import json_text
 from gpucast.domain.options import option
 from gpucast.domain.plan import TrainPlan
 from gpucast.domain.units import count_of
-from gpucast.inputs.workload import measured_name_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -224,7 +224,9 @@ class ReportRequest:
     )
     runs: bool = option(False, help="Report the measurements in the store.")
     workload: str | None = option(
-        None, help="Only runs of this workload (its -o configurations too)."
+        None,
+        help="Only runs of this workload, its -o configurations too ('mlp -o hidden=64' in "
+        "quotes: that configuration only).",
     )
     limit: int = option(200, help="At most this many runs (newest first).", example="200")
 
@@ -297,14 +299,12 @@ def write_report(
             fix="measure first (gpucast measure train ...) or pass --db PATH",
         )
     with open_store(store) as opened:
-        workload = (
-            None
-            if request.workload is None
-            else opened.stored_workload(measured_name_of(request.workload))
-        )
+        workload, configurations = workload_filter(opened, request.workload)
         rows = [
             r.to_dict()
-            for r in opened.list_runs(workload=workload, limit=request.limit, configurations=True)
+            for r in opened.list_runs(
+                workload=workload, limit=request.limit, configurations=configurations
+            )
         ]
         # program runs (measure cmd) bring their time series
         programs = {

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from gpucast.store.db import Store
     from gpucast.store.records import RunSummary, StoredRun
 
 
@@ -47,6 +48,16 @@ def _check_kind(kind: str | None) -> None:
         raise InvalidSpecError(
             "kind", f"must be one of {', '.join(RUN_KINDS)}", got=kind, fix="e.g. --kind profile"
         )
+
+
+def workload_filter(store: Store, text: str | None) -> tuple[str | None, bool]:
+    """A ``--workload`` filter of stored runs (``runs list``, ``runs export``, ``report
+    --runs``): the stored name to match (``None``: any) and whether that name's ``-o``
+    configurations match too -- for a plain name only: ``'mlp -o hidden=1024,1024'`` is that
+    configuration alone (the plain ``mlp`` runs; QA 38 M F2: it listed every ``mlp -o ...``)."""
+    if text is None:
+        return None, True
+    return store.stored_workload(measured_name_of(text)), " -o " not in text
 
 
 def _store_folder_exists(path: Path) -> None:
@@ -128,15 +139,13 @@ def runs_list(
             _store_folder_exists(path)
         return RunsListResult(runs=(), total=0, store=str(path), store_exists=False)
     with Store(path) as store:
-        workload = (
-            None
-            if request.workload is None
-            else store.stored_workload(measured_name_of(request.workload))
-        )
+        workload, configurations = workload_filter(store, request.workload)
         runs = store.list_runs(
-            kind=request.kind, workload=workload, limit=request.limit, configurations=True
+            kind=request.kind, workload=workload, limit=request.limit, configurations=configurations
         )
-        total = store.count_runs(kind=request.kind, workload=workload, configurations=True)
+        total = store.count_runs(
+            kind=request.kind, workload=workload, configurations=configurations
+        )
     return RunsListResult(runs=tuple(runs), total=total, store=str(path))
 
 
@@ -268,13 +277,9 @@ def runs_export(
     refuse_overwriting_inputs(request.out, [_db_path(db)], field="out")  # the store it reads
     chosen = request.chosen_format
     with Store(_db_path(db)).open(create=False) as store:
-        workload = (
-            None
-            if request.workload is None
-            else store.stored_workload(measured_name_of(request.workload))
-        )
+        workload, configurations = workload_filter(store, request.workload)
         count = store.export(
-            request.out, chosen, kind=request.kind, workload=workload, configurations=True
+            request.out, chosen, kind=request.kind, workload=workload, configurations=configurations
         )
         held = store.count_runs() if count == 0 else count
     warnings: tuple[str, ...] = ()

@@ -19,7 +19,7 @@ from rich.table import Table
 from gpucast.app.measure import MeasureInferRequest, MeasureResult, MeasureTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state, working
-from gpucast.domain.units import count_of, format_sig
+from gpucast.domain.units import count_of, format_sig, percent_text
 
 if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only here
     from collections.abc import Callable, Iterator
@@ -65,7 +65,7 @@ def measurement_table(m: Measurement, *, title: str | None = None, prefix: str =
     table.add_row(
         f"{m.confidence:.0%} CI of mean",
         f"{format_seconds(m.ci_low_s)} – {format_seconds(m.ci_high_s)} "
-        f"(±{m.ci_halfwidth_rel:.2%}, target ±{m.target_ci:.2%})",
+        f"(±{m.ci_halfwidth_rel:.2%}, target ±{percent_text(m.target_ci, 2)})",
     )
     table.add_row("p5 / p95", f"{format_seconds(m.p5_s)} / {format_seconds(m.p95_s)}")
     table.add_row("IQR", f"{format_seconds(m.iqr_s)} ({m.iqr_s / m.median_s:.1%} of median)")
@@ -190,7 +190,7 @@ def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
         latest[0] = (
             f"{what}: warming up ({p.n_warmup} steps)"
             if p.phase == "warmup"
-            else f"{what}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
+            else f"{what}: {p.n_samples} samples, CI {ci} (target ±{percent_text(p.target_ci)})"
         )
 
     if not err_console.is_terminal:

@@ -19,6 +19,7 @@ import numpy as np
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
+from gpucast.domain.units import percent_text
 from gpucast.domain.workload import (
     PRECISIONS,
     Mode,
@@ -466,7 +467,7 @@ class Measurement:
         if self.stop_reason == "time_budget":
             found.append(
                 f"time budget ran out before the CI target: ±{self.ci_halfwidth_rel:.1%} "
-                f"reached, ±{self.target_ci:.1%} asked (raise --max-time-s)"
+                f"reached, ±{percent_text(self.target_ci)} asked (raise --max-time-s)"
             )
         elif self.stop_reason == "sample_cap":
             found.append(

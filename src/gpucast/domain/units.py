@@ -23,6 +23,16 @@ _SECONDS_PER = {
 }
 
 
+def percent_text(share: float, decimals: int = 1) -> str:
+    """``share`` (0.02) as a percentage with ``decimals`` decimals (``2.0%``), or two
+    significant digits where those decimals round a nonzero share to nothing (0.0001 is
+    ``0.01%``, not ``0.0%``: QA 38 M F8, a ``--target-ci 0.0001`` printed ``target ±0.0%``)."""
+    text = f"{share:.{decimals}%}"
+    if share and float(text[:-1]) == 0:
+        text = f"{share * 100:.2g}%"
+    return text
+
+
 def usd_per_million(usd_per_hour: float, served_per_s: float) -> float:
     """US$ per million units (requests, tokens, samples) of what costs ``usd_per_hour`` and
     serves ``served_per_s`` of them a second: the rate actually served, not the offered one,

@@ -404,7 +404,17 @@ def parse_workload_options(value: Any) -> WorkloadOptions:
             raw[-1][1] += "," + piece
         else:
             raise _bad_option(piece.strip())
-    return (*pairs, *((key, _option_value(text)) for key, text in raw))
+    options = (*pairs, *((key, _option_value(text)) for key, text in raw))
+    seen: dict[str, Any] = {}
+    for key, value in options:  # the last one silently won (QA 38 M F10)
+        if key in seen:
+            raise InvalidSpecError(
+                "option",
+                f"{key} is given twice ({option_text(key, seen[key])}, {option_text(key, value)})",
+                fix=f"give it once, e.g. -o {option_text(key, value)}",
+            )
+        seen[key] = value
+    return options
 
 
 def canonical_workload_name(name: str) -> str:

@@ -231,8 +231,7 @@ def uncalibrated_source(db_path: Path | None, workload: str, precision: str, cat
             said += (
                 f"; the store's runs of {', '.join(configured[:3])}"
                 + (f" and {len(configured) - 3} more" if len(configured) > 3 else "")
-                + " calibrate those configurations only (predict with the same -o; an option "
-                "given at its built-in value makes a configuration too: measure without it)"
+                + " calibrate those configurations only (predict with the same -o)"
             )
     stored = training_runs(db_path, workload, None)
     elsewhere = [
@@ -407,7 +406,31 @@ def _configurations_measured(db_path: Path | None, workload: str) -> list[str]:
     with Store(db_path).open(create=False) as store:
         runs = store.list_runs(kind="measurement", workload=workload, configurations=True)
     names = [r.workload for r in runs if r.mode in (None, "train") and r.workload != workload]
-    return list(dict.fromkeys(names))
+    return [n for n in dict.fromkeys(names) if not _names(n, workload)]
+
+
+def _names(stored: str, workload: str) -> bool:
+    """Whether a run stored as ``stored`` is of configuration ``workload``: the same name, or
+    options at their built-in values that name it (``mlp -o hidden=1024,1024`` is ``mlp``: how
+    a store written before session 38, or ``Store.save_measurement``, may hold it)."""
+    if stored == workload:
+        return True
+    if stored.split(" -o ")[0] != workload.split(" -o ")[0] or " -o " not in stored:
+        return False
+    from gpucast.domain.errors import InvalidInputError
+    from gpucast.inputs.workload import measured_name_of
+
+    try:
+        return measured_name_of(stored) == workload
+    except InvalidInputError:  # options this gpucast no longer takes
+        return False
+
+
+def _stored_names(store: Any, workload: str) -> list[str]:
+    """The stored names whose runs are of configuration ``workload`` (:func:`_names`)."""
+    base = workload.split(" -o ")[0]
+    runs = store.list_runs(kind="measurement", workload=base, configurations=True, limit=None)
+    return [n for n in dict.fromkeys(r.workload for r in runs) if _names(n, workload)]
 
 
 def training_runs(
@@ -422,7 +445,14 @@ def training_runs(
 
     out: list[TrainingRun] = []
     with Store(db_path).open(create=False) as store:
-        runs = store.list_runs(kind="measurement", workload=workload, limit=50)
+        runs = sorted(
+            (
+                r
+                for name in _stored_names(store, workload) or [workload]
+                for r in store.list_runs(kind="measurement", workload=name, limit=50)
+            ),
+            key=lambda r: -r.id,
+        )[:50]
         if prefer_run is not None:
             runs = [store.get_run(prefer_run).summary]
         for r in runs:

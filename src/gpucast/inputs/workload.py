@@ -214,12 +214,27 @@ def measured_name(workload: str, options: Sequence[tuple[str, Any]]) -> str:
     """The name runs of ``workload`` built with ``options`` are stored under and looked up by:
     :func:`gpucast.workloads.configuration_name` (an option at its built-in value names the
     built-in workload, so ``mlp -o hidden=1024,1024`` is calibrated by runs of ``mlp``);
-    without options no model code is imported."""
+    without options no model code is imported, and a configuration's name is cached (keyed on
+    the options as typed and the workloads' code: the registry imports torch, a second)."""
     if not options:
         return configured_name(workload, ())
-    from gpucast.workloads import configuration_name
+    from gpucast.store.cache import cached_json
 
-    return configuration_name(workload, tuple(options))
+    def make() -> str:
+        from gpucast.workloads import configuration_name
+
+        return configuration_name(workload, tuple(options))
+
+    def load(data: Any) -> str:
+        if not isinstance(data, str):
+            raise TypeError("expected a name")
+        return data
+
+    return cached_json(
+        "configuration-name", make, dump=str, load=load,
+        params={"typed": configured_name(workload, tuple(options))},
+        code=("gpucast.workloads", "gpucast.domain.workload"),
+    )  # fmt: skip
 
 
 def measured_name_of(text: str) -> str:

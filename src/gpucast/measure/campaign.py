@@ -202,6 +202,7 @@ def load_sweep(
             raise _bad(path, item, "workloads", exc.detail, fix=exc.fix) from None
         except InvalidSpecError as exc:  # its field is the option's ("depth: ..."): kept
             raise _bad(path, item, "workloads", exc.message, fix=exc.fix) from None
+    _refuse_one_configuration_twice(path, _items(nodes["workloads"][1]), fields["workloads"])
     if "devices" in nodes:
         for item, device in zip(_items(nodes["devices"][1]), fields["devices"], strict=True):
             if not _DEVICE.match(device.strip().lower()):
@@ -231,6 +232,28 @@ def load_sweep(
             "no valid point: every ps point needs more processes than ps_shards",
         )
     return sweep
+
+
+def _refuse_one_configuration_twice(path: Path, items: list[Any], names: tuple[str, ...]) -> None:
+    """Two ``workloads`` naming one configuration (``mlp`` and ``mlp -o hidden=1024,1024``, the
+    built-in value: both stored as ``mlp``) measured it twice under two point keys without a
+    word; refused, naming the first (``repeats`` measures a point again). Only a list with a
+    configured name imports the workloads (torch)."""
+    if not any(" -o " in name for name in names):
+        return
+    from gpucast.domain.workload import split_configured_name
+    from gpucast.workloads import configuration_name
+
+    seen: dict[str, tuple[Any, str]] = {}
+    for item, name in zip(items, names, strict=True):
+        stored = configuration_name(*split_configured_name(name))
+        first, typed = seen.setdefault(stored, (item, name))
+        if typed.strip() != name.strip():  # the same text twice is one point already
+            raise _bad(
+                path, item, "workloads",
+                f"{name!r} is {stored}, listed already (line {first.start_mark.line + 1})",
+                fix="list it once (repeats: N measures each point N times)",
+            )  # fmt: skip
 
 
 def _items(node: Any) -> list[Any]:

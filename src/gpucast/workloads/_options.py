@@ -28,7 +28,10 @@ def positive_ints(field: str, value: Any, *, min_len: int = 1) -> tuple[int, ...
             value = [int(part) for part in value.split(",") if part.strip()]
         except ValueError:
             raise InvalidSpecError(
-                field, "must be integers separated by commas", got=value, fix="e.g. 512,256,64"
+                field,
+                "must be integers separated by commas",
+                got=value,
+                fix=f"e.g. -o {field}=512,256,64",
             ) from None
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = (value,)  # one layer; a whole float is that integer (positive_int)
@@ -67,4 +70,4 @@ def boolean(field: str, value: Any) -> bool:
     text = str(value).strip().lower()
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
-    raise InvalidSpecError(field, "must be true or false", got=value, fix=f"e.g. {field}=false")
+    raise InvalidSpecError(field, "must be true or false", got=value, fix=f"e.g. -o {field}=false")

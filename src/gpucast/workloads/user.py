@@ -35,7 +35,7 @@ from torch import nn
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.workload import current_folder_importable
-from gpucast.workloads._options import reject_unknown
+from gpucast.workloads._options import boolean, reject_unknown
 from gpucast.workloads.base import Batch, Workload
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -101,18 +101,59 @@ def _user_code_failed(what: str, exc: BaseException) -> InvalidSpecError:
     )
 
 
-def _reject_options_not_taken(name: str, factory: Any, options: dict[str, Any]) -> None:
-    """Refuse a ``-o KEY=VALUE`` the factory has no parameter for, naming the ones it has, as
+def _factory_parameters(factory: Any) -> list[inspect.Parameter] | None:
+    """The factory's parameters (string annotations evaluated where they can be), ``None``
+    where Python cannot read its signature."""
+    for evaluate in (True, False):
+        try:
+            return list(inspect.signature(factory, eval_str=evaluate).parameters.values())
+        except (TypeError, ValueError, NameError, SyntaxError, AttributeError):
+            continue
+    return None
+
+
+def _as_parameter_type(parameter: inspect.Parameter, value: Any) -> Any:
+    """``value`` (as ``-o`` parsed it: an int, a float or text) as the type the factory's
+    parameter is annotated or defaulted to: ``bias=false`` is ``False`` for ``bias: bool``
+    (the text ``'false'`` is true in Python), ``width=1e2`` is ``100`` for ``width: int``."""
+    kind = parameter.annotation
+    if kind is inspect.Parameter.empty or not isinstance(kind, type | str):
+        kind = type(parameter.default)
+    name = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
+    if name == "bool":
+        return boolean(parameter.name, value)
+    if name == "int" and isinstance(value, float) and not isinstance(value, bool):
+        if not value.is_integer():
+            raise InvalidSpecError(
+                parameter.name,
+                "must be a whole number",
+                got=value,
+                fix=f"e.g. -o {parameter.name}={round(value)}",
+            )
+        return int(value)
+    return value
+
+
+def _typed_options(name: str, factory: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` as the factory's parameters take them (:func:`_as_parameter_type`), after
+    refusing a ``-o KEY=VALUE`` the factory has no parameter for, naming the ones it has, as
     a built-in's options are (the TypeError it would raise read as a bug in the user's code).
-    A factory taking ``**kwargs``, or one whose signature Python cannot read, takes any."""
-    try:
-        params = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):
-        return
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return
-    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    reject_unknown(name, options, [p.name for p in params if p.kind in named])
+    A factory taking ``**kwargs`` takes any; one whose signature Python cannot read gets
+    ``options`` as given."""
+    params = _factory_parameters(factory)
+    if params is None:
+        return options
+    named = {
+        p.name: p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        reject_unknown(name, options, list(named))
+    return {
+        key: _as_parameter_type(named[key], value) if key in named else value
+        for key, value in options.items()
+    }
 
 
 def _as_batch_tuple(example: Any) -> tuple[torch.Tensor, ...]:
@@ -225,7 +266,7 @@ def load_user_workload(name: str, /, **options: Any) -> Workload:
             f"module {module_part!r} has no callable {factory_name!r}",
             fix=f"callables there: {', '.join(public[:8]) or 'none'}",
         )
-    _reject_options_not_taken(name, factory, options)
+    options = _typed_options(name, factory, options)
     try:
         result = factory(**options)
     except Exception as exc:
