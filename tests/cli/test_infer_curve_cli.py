@@ -158,3 +158,17 @@ def test_threads_and_timer_refusals(args: list[str], text: str) -> None:
     result = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--no-save", *args])
     assert result.exit_code == 2, result.output
     assert text in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_colocation_slowdown_table_is_rounded(tmp_path: Path) -> None:
+    """QA 38 M #12: the text printed ``slowdown table [1.0, 1.048760094952363]``."""
+    import re
+
+    args = ["measure", "infer-curve", "mlp", "--batch-sizes", "2", "--colocate", "mlp", *FAST]
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "s.db"), *args, "--no-save"])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stdout.splitlines() if "slowdown table" in x]
+    values = re.fullmatch(r"\s*slowdown table \[(.*)\]", line)
+    assert values is not None, line
+    for value in values.group(1).split(", "):
+        assert len(value.replace(".", "").lstrip("0")) <= 3, line

@@ -103,4 +103,5 @@ def print_curves(result: InferCurveResult) -> None:
                 f"  {name}: {a * 1e3:.3f} ms alone, {t * 1e3:.3f} ms together: x{s:.2f}",
                 highlight=False,
             )
-        console.print(f"  slowdown table {co['slowdown_table']}", highlight=False)
+        table = ", ".join(f"{x:.3g}" for x in co["slowdown_table"])
+        console.print(f"  slowdown table [{table}]", highlight=False)
