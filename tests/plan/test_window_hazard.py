@@ -53,3 +53,13 @@ def test_the_k80_fit_checkpoints_a_one_hour_job_every_few_minutes_not_never() ->
     windowed = young_interval_s(3.72, window_hazard_per_s(life, HOUR))
     assert long_run > HOUR > 5 * windowed  # ~62 min (no checkpoint in a 60 min job) vs ~11
     assert window_hazard_per_s(life, math.inf) == pytest.approx(1.0 / mean_lifetime_s(life))
+
+
+def test_a_busy_cluster_is_counted_past_64_revocations() -> None:
+    """A draw held 64 lifetimes at most: a cluster revoked ~100 times over its run (8 nodes
+    of the pessimistic market over 15 h) was counted 64 times, a longer interval than due."""
+    scale, shape, horizon = 0.1 * HOUR, 0.8, 10 * HOUR  # ~110 renewals over the run
+    life = WeibullLifetime(scale_s=scale, shape=shape, cap_s=None)
+    expected = _weibull_expected_renewals(scale, shape, horizon) / horizon
+    assert expected * horizon > 64
+    assert window_hazard_per_s(life, horizon) == pytest.approx(expected, rel=0.05)
