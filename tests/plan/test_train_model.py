@@ -14,11 +14,10 @@ from plan_factories import context, request
 from gpucast.plan.efficiency import epochs_needed, workload_family
 from gpucast.plan.inputs import PerfParams
 from gpucast.plan.pareto import nondominated, pareto_front_2d
-from gpucast.plan.risk import MinLifetime, approx_spot_time_s
+from gpucast.plan.risk import approx_spot_time_s
 from gpucast.plan.space import DDP, FSDP, PS
 from gpucast.plan.train import search
 from gpucast.predict import comm
-from gpucast.predict.revocation import ExponentialLifetime
 
 points = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=0, max_size=40)
 
@@ -143,12 +142,7 @@ def test_gpu_table_reproduces_the_roofline() -> None:
             assert terms.sum() == pytest.approx(est.value, rel=1e-9)
 
 
-def test_min_lifetime_and_approximation() -> None:
-    base = ExponentialLifetime(hazard_per_hour=0.5)
-    group = MinLifetime(base=base, count=4)
-    draws = group.sample(np.random.default_rng(0), 20000)
-    assert np.mean(draws) == pytest.approx(3600 / 2.0, rel=0.05)  # 4 x 0.5 per hour
-    assert group.survival(3600.0) == pytest.approx(math.exp(-2.0))
+def test_the_pruning_estimate_grows_with_the_hazard() -> None:
     t = approx_spot_time_s(
         np.array([3600.0, 3600.0]),
         np.array([0.0, 1e-3]),

@@ -63,3 +63,41 @@ def test_a_busy_cluster_is_counted_past_64_revocations() -> None:
     expected = _weibull_expected_renewals(scale, shape, horizon) / horizon
     assert expected * horizon > 64
     assert window_hazard_per_s(life, horizon) == pytest.approx(expected, rel=0.05)
+
+
+def test_a_synchronous_spot_cluster_replaces_a_revoked_node_alone() -> None:
+    """`plan train`'s Monte Carlo simulated a synchronous cluster as one server whose lifetime
+    was the first of its nodes', so each replacement restarted every node's clock: with the
+    K80 fit (young nodes go first) a 16-node job saw several times the revocations its nodes
+    give when each revoked node is replaced alone and its survivors keep their age."""
+    from gpucast.plan.risk import SpotDelays, SpotJob, SpotPart, simulate_spots
+
+    scale, shape, nodes, run_s = 260.2 * HOUR, 0.49, 16, 4 * HOUR
+    life = WeibullLifetime(scale_s=scale, shape=shape, cap_s=None)
+    part = SpotPart(
+        instance_type="n1-standard-8+4xK80", nodes=nodes, spot_usd_per_hour=1.0,
+        on_demand_usd_per_hour=3.0, lifetime=life, gpus_per_node=4,
+    )  # fmt: skip
+    job = SpotJob(
+        key="k80x16", region="us-east1", parts=(part,), synchronous=True, steps=14_400,
+        speed=np.array([0.0, 1.0]), ps_shards=0, cpu_usd_per_hour=0.0, deadline_s=None,
+        expected_time_s=run_s,
+    )  # fmt: skip
+    delays = SpotDelays(startup_spot_s=0.0, startup_on_demand_s=0.0)
+    (out,) = simulate_spots(
+        [(job, delays)], runs=2000, seed=3, checkpoint_s=10.0, restart_penalty_s=0.0
+    )
+    per_node = _weibull_expected_renewals(scale, shape, out.time_mean_s)
+    assert out.revocations_mean == pytest.approx(nodes * per_node, rel=0.2)  # ~2.3; was ~4x
+
+
+def test_the_pruning_table_follows_the_window_rate() -> None:
+    from gpucast.plan.risk import WindowHazards
+
+    life = WeibullLifetime(scale_s=260.2 * HOUR, shape=0.49, cap_s=None)
+    table = WindowHazards.of(life)
+    for horizon in (HOUR, 7 * HOUR, 30 * 24 * HOUR):
+        assert float(table(horizon)) == pytest.approx(window_hazard_per_s(life, horizon), rel=0.2)
+    assert float(table(HOUR)) > 10 * float(table(1e9))  # a short job's young nodes go first
+    flat = WindowHazards.of(ExponentialLifetime(hazard_per_hour=0.5))
+    assert np.allclose(flat(np.array([60.0, HOUR, 1e8])), 0.5 / HOUR, rtol=0.05)

@@ -670,7 +670,7 @@ def simulate_train(
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import workload_inputs
-    from gpucast.plan.risk import MinLifetime, window_hazard_per_s, young_interval_s
+    from gpucast.plan.risk import window_hazard_per_s, young_interval_s
     from gpucast.plan.uncertainty import strata
     from gpucast.simulate.transient import simulate_scenario
     from gpucast.store.db import default_db_path
@@ -887,13 +887,12 @@ def simulate_train(
             f"full cluster's {full_speed:.3g} steps/s"
         )
     elif young:
-        # what rolls the job back: any node (synchronous), else the chief's node
-        # over the job's run: young nodes go first where the shape is below 1 (QA 37 T #5)
+        # what rolls the job back: any node (synchronous; each revoked node is replaced
+        # alone, its survivors keep their age), else the chief's node -- over the job's run:
+        # young nodes go first where the shape is below 1 (QA 37 T #5)
         spot_dists = [(d, g.count) for d, g in zip(dists, groups, strict=True) if d is not None]
         run_s = total_steps / full_speed
-        hazard = sum(
-            window_hazard_per_s(MinLifetime(base=d, count=c), run_s) for d, c in spot_dists
-        )
+        hazard = sum(c * window_hazard_per_s(d, run_s) for d, c in spot_dists)
         if not synchronous or request.elastic:
             hazard = window_hazard_per_s(spot_dists[0][0], run_s)
         tau = young_interval_s(ckpt_s, hazard)

@@ -62,8 +62,8 @@ from gpucast.plan.risk import (
     SpotJob,
     SpotOutcome,
     SpotPart,
+    WindowHazards,
     approx_spot_time_s,
-    mean_lifetime_s,
     simulate_spots,
     spot_move,
 )
@@ -878,19 +878,22 @@ def _spot_rows(
     not beyond twice the deadline, and not dearer than 1.25 x the same shape on demand
     (``twins``: cost by provider, instance type, nodes and GPUs), which is faster too."""
     risk = spot.risk
-    # per market (gpu, region, provider): its lifetime, one node's hazard, the mean gap
-    markets: dict[tuple[str, str, str], tuple[LifetimeDistribution, float, float]] = {}
+    # per market (gpu, region, provider): its lifetime, one node's hazard over a job's run
+    # (young nodes go first where the shape is below 1), the mean gap
+    markets: dict[tuple[str, str, str], tuple[LifetimeDistribution, WindowHazards, float]] = {}
     for sh in shapes:
         key3 = (sh.option.gpu, sh.option.region, sh.option.provider)
         if key3 not in markets:
             life = risk.lifetime(*key3)
             gap = risk.gap(*key3)
             mean_gap = float(np.mean(gap(np.random.default_rng(0), 200))) if callable(gap) else gap
-            markets[key3] = (life, 1.0 / max(mean_lifetime_s(life), 1.0), mean_gap)
+            markets[key3] = (life, WindowHazards.of(life), mean_gap)
     ckpt = np.array([spot.checkpoint_s(sh.found, sh.used) for sh in shapes])
     restart = np.array([spot.restart_penalty_s(sh.found, sh.used, warmup_s) for sh in shapes])
     key = [(sh.option.gpu, sh.option.region, sh.option.provider) for sh in shapes]
-    hazard = np.array([sh.nodes * markets[k][1] for sh, k in zip(shapes, key, strict=True)])
+    hazard = np.array([
+        sh.nodes * float(markets[k][1](sh.train_s)) for sh, k in zip(shapes, key, strict=True)
+    ])  # fmt: skip
     waits = restart + np.array([markets[k][2] for k in key])  # a restart and its capacity gap
     stalled = hazard * (waits + risk.startup_mean_s) >= 1.0
     approx_t = np.array([

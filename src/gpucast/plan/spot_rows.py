@@ -20,7 +20,7 @@ from gpucast.plan.risk import (
     SpotMove,
     SpotOutcome,
     SpotPart,
-    mean_lifetime_s,
+    WindowHazards,
     simulate_spots,
     spot_move,
 )
@@ -251,17 +251,29 @@ def hazards(
     space: Space,
     ctx: PlanContext,
     rows: IntArray,
+    train_s: FloatArray,
     lifetimes: dict[tuple[str, str, str], object],
+    windows: dict[int, WindowHazards],
 ) -> FloatArray:
-    """Revocations per second of what rolls a job back: any node (sync), the chief (PS)."""
+    """Revocations per second of what rolls a job back over its run of ``train_s`` (the
+    hazard its young nodes see: :class:`~gpucast.plan.risk.WindowHazards`): any node (sync;
+    each replaced alone), the chief (PS). ``windows`` caches the table per offer."""
     off = space.offers
-    per_offer = np.zeros(len(off) + 1)  # the last entry: "no second part" (index -1)
     offers_used = np.unique(np.concatenate([space.offer[rows], space.part2[rows]]))
     for o in offers_used[offers_used >= 0]:
-        dist = lifetime_of(ctx, lifetimes, (off.gpu_name[o], off.region[o], off.provider[o]))
-        per_offer[int(o)] = 1.0 / max(mean_lifetime_s(dist), 1.0)  # type: ignore[arg-type]
-    node_h = per_offer[space.offer[rows]]
-    node_h2 = per_offer[space.part2[rows]]
+        if int(o) not in windows:
+            dist = lifetime_of(ctx, lifetimes, (off.gpu_name[o], off.region[o], off.provider[o]))
+            windows[int(o)] = WindowHazards.of(dist)  # type: ignore[arg-type]
+
+    def rate(offer: IntArray) -> FloatArray:
+        out = np.zeros(offer.size)
+        for o in np.unique(offer[offer >= 0]):
+            at = offer == o
+            out[at] = windows[int(o)](train_s[at])
+        return out
+
+    node_h = rate(space.offer[rows])
+    node_h2 = rate(space.part2[rows])
     sync = space.strategy[rows] != PS
     return np.where(sync, node_h * space.nodes[rows] + node_h2 * space.count2[rows], node_h)
 

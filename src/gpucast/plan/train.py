@@ -91,6 +91,7 @@ from gpucast.plan.learners import learner_choice
 from gpucast.plan.pareto import first_least, nondominated, pareto_front_2d, spread
 from gpucast.plan.risk import (
     SpotOutcome,
+    WindowHazards,
     approx_spot_time_s,
 )
 from gpucast.plan.space import (
@@ -795,9 +796,11 @@ def _concat_evaluations(parts: list[Evaluation]) -> Evaluation:
 
 @dataclass
 class _Pruning:
-    """Per-offer caches of the spot pruning estimate (lifetimes, capacity gaps)."""
+    """Per-offer caches of the spot pruning estimate (lifetimes, their window hazards,
+    capacity gaps)."""
 
     lifetimes: dict[tuple[str, str, str], object] = field(default_factory=dict)
+    windows: dict[int, WindowHazards] = field(default_factory=dict)
     gaps: dict[int, float] = field(default_factory=dict)
 
 
@@ -813,7 +816,7 @@ def _spot_estimates(
     """First-order (time, cost) of spot ``rows`` with revocations (the pruning estimate). An
     elastic synchronous row loses no work to a revocation: it pays the restart penalty and
     runs without the node for its capacity gap and start-up (``1 / nodes`` of its progress)."""
-    hz = hazards(space, ctx, rows, cache.lifetimes)
+    hz = hazards(space, ctx, rows, ev.train_s[rows], cache.lifetimes, cache.windows)
     gaps = mean_gaps(space, ctx, rows, cache.gaps)
     approx_t = approx_spot_time_s(
         ev.train_s[rows],
