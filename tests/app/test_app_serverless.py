@@ -600,3 +600,12 @@ def test_a_latency_of_minutes_reads_as_a_duration() -> None:
     assert latency_text(600.0) == "10 min" and latency_text(12.5) == "12.5 s"
     assert latency_text(1.27) == "1,270.0 ms" and latency_text(2e-5) == "0.020 ms"
     assert latency_text(float("nan")) == "- ms" and latency_text(float("inf")) == "inf ms"
+
+
+def test_simulate_serverless_names_the_validation_plan_serverless_names(tmp_path: Path) -> None:
+    # QA 39 S #1: simulate printed the keep-alive simulator's figures without their validated
+    # error, which plan serverless on the same load names
+    kw = {"trace": _trace(tmp_path), "models": ["mlp"], "gpu": "T4"}
+    simulated = gpucast.simulate_serverless(**kw).to_dict()["validation"]
+    planned = gpucast.plan_serverless(**kw).to_dict()["validation"]
+    assert simulated == planned and simulated["model"] == "serverless-keepalive"

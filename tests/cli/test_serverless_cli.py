@@ -19,10 +19,13 @@ def test_simulate_serverless_text_and_json() -> None:
     assert text.exit_code == 0, text.output
     assert "cold starts" in text.stdout and "GPU-hours billed" in text.stdout
     assert "hybrid histogram" in text.stdout
+    # QA 39 S #1: its figures' validated error, as plan serverless prints it
+    assert "  validated: " in text.stdout and "wasted memory-time" in text.stdout
     out = runner.invoke(app, [*argv, "--json"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)
     assert d["policy"] == "fixed" and d["functions"] == 50 and d["slo"] is None
+    assert d["validation"]["model"] == "serverless-keepalive"
 
 
 def test_simulate_serverless_takes_plan_serverless_slo() -> None:

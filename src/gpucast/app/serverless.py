@@ -393,6 +393,9 @@ class SimulateServerlessResult:
     #: ``--slo``: percentile, latency_s, the latency at the percentile, the share of
     #: invocations within latency_s and whether the SLO is met (None: no --slo)
     slo: dict[str, Any] | None = None
+    #: the keep-alive simulator's validated error (:func:`_keepalive_validation`), as
+    #: ``plan serverless`` names it (None: not given, the API's older callers)
+    validation: Validation | None = None
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -446,6 +449,7 @@ class SimulateServerlessResult:
             ),
             "pool": self._pool_dict(),
             "slo": self.slo,
+            "validation": None if self.validation is None else self.validation.to_dict(),
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
             "assumptions": dict(self.assumptions),
@@ -988,7 +992,16 @@ def simulate_serverless(
         host_memory_mb=load.host_memory_mb,
         defaults=defaults_used(request, ("gpu",)),
         slo=None if request.slo is None else _slo_standing(request.slo, result, load),
+        validation=_keepalive_validation(load),
     )
+
+
+def _keepalive_validation(load: _Load) -> Validation:
+    """The keep-alive simulator's validated error on ``load``'s GPU (the serverless-keepalive
+    row of validation.csv): ``simulate serverless`` and ``plan serverless`` name the same."""
+    from gpucast.catalog.validation import validation_for
+
+    return validation_for("serverless-keepalive", [load.gpu.name], "fp32")
 
 
 def _slo_standing(text: str, result: ServerlessResult, load: _Load) -> dict[str, Any]:
@@ -1163,7 +1176,6 @@ def plan_serverless(
     cheapest meeting the latency SLO, and why (:mod:`gpucast.plan.serverless`). ``db``: the
     store ``--coldstart-run`` reads (default: ``$GPUCAST_DB``)."""
     from gpucast.app.serve import parse_slo
-    from gpucast.catalog.validation import validation_for
     from gpucast.domain.serverless import parse_policy
     from gpucast.plan.serverless import plan_serverless as plan
 
@@ -1252,7 +1264,7 @@ def plan_serverless(
             },
         },
         assumptions=assumptions,
-        validation=validation_for("serverless-keepalive", [load.gpu.name], "fp32"),
+        validation=_keepalive_validation(load),
         arrival_process=load.trace.arrival_process,
         warnings=load.warnings + always_on_warnings,
         models=load.functions,

@@ -67,6 +67,8 @@ def simulate_command(
         _say(line)
     if d["invocations"] == 0:
         return
+    if result.validation is not None:
+        _say(f"  validated: {result.validation.text()}")
     _footer(d)
 
 
