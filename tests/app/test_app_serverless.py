@@ -609,3 +609,30 @@ def test_simulate_serverless_names_the_validation_plan_serverless_names(tmp_path
     simulated = gpucast.simulate_serverless(**kw).to_dict()["validation"]
     planned = gpucast.plan_serverless(**kw).to_dict()["validation"]
     assert simulated == planned and simulated["model"] == "serverless-keepalive"
+
+
+def test_simulate_and_plan_serverless_say_what_their_cold_start_assumes() -> None:
+    # QA 39 S #6: the cold start's defaults (container 1 s, CUDA context 0.5 s, first call) and
+    # the loader note, which predict coldstart prints, were dropped by simulate/plan serverless
+    kw = {"synthetic": 5, "minutes": 60, "models": ["mlp", "bert-base"], "gpu": "T4"}
+    for verb in (gpucast.simulate_serverless, gpucast.plan_serverless):
+        said = verb(**kw, storage="ebs-io2").to_dict()["assumptions"]
+        assert "set --container-s" in said["cold start container-start"]
+        assert "set --cuda-context-s" in said["cold start cuda-context"]
+        assert "first-call" in " ".join(said) and "parallel loaders" in said["cold start loader"]
+        # the EBS volume's rate is not bounded by an instance's EBS link: said, not silent
+        assert "not bounded" in said["cold start instance-ebs"]
+    assert (
+        "cold start instance-ebs" not in gpucast.simulate_serverless(**kw).to_dict()["assumptions"]
+    )
+
+
+def test_predict_coldstart_from_ebs_without_an_instance_says_its_link_is_unbounded() -> None:
+    # QA 39 S #6: 4.19 GB/s from io2 on a T4, faster than any g4dn's EBS link, said nowhere
+    r = gpucast.predict_coldstart(workload="bert-large", gpu="T4", storage="ebs-io2")
+    said = r.to_dict()["assumptions"]["instance-ebs"]
+    assert "not bounded" in said and "--instance" in said and "ebs_bandwidth.csv" in said
+    given = gpucast.predict_coldstart(
+        workload="bert-large", gpu="T4", storage="ebs-io2", ebs_gbps=4
+    ).to_dict()["assumptions"]
+    assert "instance-ebs" not in given

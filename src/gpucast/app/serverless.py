@@ -885,6 +885,7 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
         )
     if load.unit == "app" and load.apps is not None:
         out["app memory"] = app_memory_assumption(load.apps)
+    out.update(_cold_start_assumptions(load.functions))
     runs = {f.model: f.coldstart_run for f in load.functions if f.coldstart_run is not None}
     if runs:
         each = ", ".join(f"{model}: run {run}" for model, run in runs.items())
@@ -894,6 +895,24 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
             "host's disk, not --storage; phases a run lacks (the container start) stay predicted"
         )
     return out
+
+
+def _cold_start_assumptions(functions: Sequence[GpuFunction]) -> dict[str, str]:
+    """What the models' predicted cold starts assume (``GpuFunction.assumptions``, as predict
+    coldstart says it), keyed ``cold start NAME``; one text where every model shares it, else
+    each model's (QA 39 S #6: simulate/plan serverless dropped them)."""
+    said: dict[str, dict[str, list[str]]] = {}
+    for f in functions:
+        for key, text in f.assumptions.items():
+            models = said.setdefault(key, {}).setdefault(text, [])
+            if f.model not in models:
+                models.append(f.model)
+    return {
+        f"cold start {key}": next(iter(texts))
+        if len(texts) == 1
+        else "; ".join(f"{', '.join(models)}: {text}" for text, models in texts.items())
+        for key, texts in said.items()
+    }
 
 
 def _billing_text(billing: str) -> str:

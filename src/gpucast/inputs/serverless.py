@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.units import count_of, format_duration, format_ms, format_span
-from gpucast.inputs.instance_ebs import network_link
+from gpucast.inputs.instance_ebs import EBS_LINK, ebs_link, network_link
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
@@ -369,6 +369,9 @@ class GpuFunction:
     #: the GPUs one instance holds (a language model split over several: all of them are
     #: loaded, billed and kept warm together; ``memory_gib`` is theirs together)
     gpus: int = 1
+    #: what its predicted cold start assumes (phase defaults, the loader, the instance's EBS
+    #: link), as predict coldstart says it; a phase a stored run measured is not assumed
+    assumptions: dict[str, str] = field(default_factory=dict)
 
     def cold_start_dict(self) -> dict[str, object] | None:
         if self.cold_start is None:
@@ -506,7 +509,7 @@ def gpu_function(
     profile = workload_profile(model, "fp32", batch_size=1)
     memory_gib = fitting_memory_gib(model, profile, gpu)
     forward = forward_pass_s(model, gpu)
-    cold, _ = gpu_cold_start(
+    cold, assumed = gpu_cold_start(
         profile.memory.weights_bytes,
         profile.inference_flops,
         gpu,
@@ -521,8 +524,12 @@ def gpu_function(
         for phase, value in (("container", container_s), ("cuda_context", cuda_context_s))
         if value is not None
     )
+    assumed.update(ebs_link(storage, instance=None, ebs_gbps=None)[2])
     if measured is not None:
         cold = with_measured(cold, measured.measurement, source=measured.source(), keep=given)
+        for phase in cold.measured_phases:
+            for key in _ASSUMED_BY_PHASE.get(phase, ()):
+                assumed.pop(key, None)
     detail = (
         f"weights {cold.weight_load_s:.2f} s bound by {cold.bound_by}"
         if measured is None
@@ -538,7 +545,16 @@ def gpu_function(
         f"({detail})",
         cold_start=cold,
         coldstart_run=None if measured is None else measured.run_id,
+        assumptions=assumed,
     )
+
+
+#: the assumptions of :func:`gpu_cold_start` a measured phase replaces
+_ASSUMED_BY_PHASE = {
+    "cuda_context": ("cuda-context",),
+    "first_inference": ("first-call",),
+    "weight_load": ("loader", EBS_LINK),
+}
 
 
 #: the serving engine whose model prices an LLM function's requests
