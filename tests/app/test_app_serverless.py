@@ -636,3 +636,10 @@ def test_predict_coldstart_from_ebs_without_an_instance_says_its_link_is_unbound
         workload="bert-large", gpu="T4", storage="ebs-io2", ebs_gbps=4
     ).to_dict()["assumptions"]
     assert "instance-ebs" not in given
+
+
+def test_a_function_without_a_duration_row_is_named_with_its_file(tmp_path: Path) -> None:
+    # QA 39 S #4: "1 of 3 functions have no duration row" named neither the file nor the function
+    r = gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], unit="function")
+    (said,) = [w for w in r.warnings if "no duration row" in w]
+    assert "function_durations_percentiles.anon.d01.csv" in said and "o/a/f2" in said

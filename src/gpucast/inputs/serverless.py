@@ -135,11 +135,12 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
             f"function of an earlier row (first: {repeated.iloc[0]}): each row is replayed as "
             "a function of its own"
         )
-    missing = int(np.isnan(duration_s).sum())
-    if missing:
+    missing = np.isnan(duration_s)
+    if missing.any():
         warnings.append(
-            f"{missing} of {duration_s.size} functions have no duration row: they run one "
-            "forward pass of their model"
+            f"{int(missing.sum())} of {duration_s.size} functions have no duration row in "
+            f"{paths['durations'].name} (first: {keys[missing].iloc[0]}): they run one forward "
+            "pass of their model"
         )
     span_s = counts.minutes * 60.0
     long_run = _longer_than_trace(tuple(keys), duration_s, span_s, paths["durations"].name)
