@@ -643,3 +643,13 @@ def test_a_function_without_a_duration_row_is_named_with_its_file(tmp_path: Path
     r = gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], unit="function")
     (said,) = [w for w in r.warnings if "no duration row" in w]
     assert "function_durations_percentiles.anon.d01.csv" in said and "o/a/f2" in said
+
+
+def test_simulate_and_plan_serverless_name_the_cold_start_validation() -> None:
+    # QA 39 S #2: predict coldstart names its cold start's validated error; the same predicted
+    # cold start in simulate/plan serverless named none
+    kw = {"synthetic": 5, "minutes": 60, "models": ["mlp"], "gpu": "T4"}
+    predicted = gpucast.predict_coldstart(workload="mlp", gpu="T4").to_dict()["validation"]
+    for verb in (gpucast.simulate_serverless, gpucast.plan_serverless):
+        said = verb(**kw).to_dict()["cold_start_validation"]
+        assert said == predicted and said["model"] == "coldstart" and not said["validated"]

@@ -396,6 +396,8 @@ class SimulateServerlessResult:
     #: the keep-alive simulator's validated error (:func:`_keepalive_validation`), as
     #: ``plan serverless`` names it (None: not given, the API's older callers)
     validation: Validation | None = None
+    #: the predicted cold start's validated error (:func:`_coldstart_validation`)
+    cold_start_validation: Validation | None = None
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -450,6 +452,9 @@ class SimulateServerlessResult:
             "pool": self._pool_dict(),
             "slo": self.slo,
             "validation": None if self.validation is None else self.validation.to_dict(),
+            "cold_start_validation": None
+            if self.cold_start_validation is None
+            else self.cold_start_validation.to_dict(),
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
             "assumptions": dict(self.assumptions),
@@ -1012,7 +1017,19 @@ def simulate_serverless(
         defaults=defaults_used(request, ("gpu",)),
         slo=None if request.slo is None else _slo_standing(request.slo, result, load),
         validation=_keepalive_validation(load),
+        cold_start_validation=_coldstart_validation(load),
     )
+
+
+def _coldstart_validation(load: _Load) -> Validation:
+    """The validated error of the models' predicted cold start on ``load``'s GPU, as predict
+    coldstart names it (a language model at fp16 on its instance's GPUs, a DNN at fp32)."""
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.llm_serving import is_llm_model
+
+    llm = is_llm_model(load.functions[0].model)
+    gpus = max(f.gpus for f in load.functions)
+    return validation_for("coldstart", [load.gpu.name], "fp16" if llm else "fp32", gpus)
 
 
 def _keepalive_validation(load: _Load) -> Validation:
@@ -1152,6 +1169,8 @@ class PlanServerlessResult:
     assumptions: dict[str, str]
     validation: Validation
     arrival_process: str = ""
+    #: the predicted cold start's validated error (:func:`_coldstart_validation`)
+    cold_start_validation: Validation | None = None
     warnings: tuple[str, ...] = ()
     models: tuple[GpuFunction, ...] = ()
     #: what a candidate's instance serves (``app`` or ``function``), how many of them, and the
@@ -1168,6 +1187,9 @@ class PlanServerlessResult:
         return {
             **self.plan.to_dict(),
             "validation": self.validation.to_dict(),
+            "cold_start_validation": None
+            if self.cold_start_validation is None
+            else self.cold_start_validation.to_dict(),
             "gpu": self.gpu,
             "defaults": list(self.defaults),
             "arrival_process": self.arrival_process,
@@ -1284,6 +1306,7 @@ def plan_serverless(
         },
         assumptions=assumptions,
         validation=_keepalive_validation(load),
+        cold_start_validation=_coldstart_validation(load),
         arrival_process=load.trace.arrival_process,
         warnings=load.warnings + always_on_warnings,
         models=load.functions,
