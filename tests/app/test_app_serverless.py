@@ -600,3 +600,56 @@ def test_a_latency_of_minutes_reads_as_a_duration() -> None:
     assert latency_text(600.0) == "10 min" and latency_text(12.5) == "12.5 s"
     assert latency_text(1.27) == "1,270.0 ms" and latency_text(2e-5) == "0.020 ms"
     assert latency_text(float("nan")) == "- ms" and latency_text(float("inf")) == "inf ms"
+
+
+def test_simulate_serverless_names_the_validation_plan_serverless_names(tmp_path: Path) -> None:
+    # QA 39 S #1: simulate printed the keep-alive simulator's figures without their validated
+    # error, which plan serverless on the same load names
+    kw = {"trace": _trace(tmp_path), "models": ["mlp"], "gpu": "T4"}
+    simulated = gpucast.simulate_serverless(**kw).to_dict()["validation"]
+    planned = gpucast.plan_serverless(**kw).to_dict()["validation"]
+    assert simulated == planned and simulated["model"] == "serverless-keepalive"
+
+
+def test_simulate_and_plan_serverless_say_what_their_cold_start_assumes() -> None:
+    # QA 39 S #6: the cold start's defaults (container 1 s, CUDA context 0.5 s, first call) and
+    # the loader note, which predict coldstart prints, were dropped by simulate/plan serverless
+    kw = {"synthetic": 5, "minutes": 60, "models": ["mlp", "bert-base"], "gpu": "T4"}
+    for verb in (gpucast.simulate_serverless, gpucast.plan_serverless):
+        said = verb(**kw, storage="ebs-io2").to_dict()["assumptions"]
+        assert "set --container-s" in said["cold start container-start"]
+        assert "set --cuda-context-s" in said["cold start cuda-context"]
+        assert "first-call" in " ".join(said) and "parallel loaders" in said["cold start loader"]
+        # the EBS volume's rate is not bounded by an instance's EBS link: said, not silent
+        assert "not bounded" in said["cold start instance-ebs"]
+    assert (
+        "cold start instance-ebs" not in gpucast.simulate_serverless(**kw).to_dict()["assumptions"]
+    )
+
+
+def test_predict_coldstart_from_ebs_without_an_instance_says_its_link_is_unbounded() -> None:
+    # QA 39 S #6: 4.19 GB/s from io2 on a T4, faster than any g4dn's EBS link, said nowhere
+    r = gpucast.predict_coldstart(workload="bert-large", gpu="T4", storage="ebs-io2")
+    said = r.to_dict()["assumptions"]["instance-ebs"]
+    assert "not bounded" in said and "--instance" in said and "ebs_bandwidth.csv" in said
+    given = gpucast.predict_coldstart(
+        workload="bert-large", gpu="T4", storage="ebs-io2", ebs_gbps=4
+    ).to_dict()["assumptions"]
+    assert "instance-ebs" not in given
+
+
+def test_a_function_without_a_duration_row_is_named_with_its_file(tmp_path: Path) -> None:
+    # QA 39 S #4: "1 of 3 functions have no duration row" named neither the file nor the function
+    r = gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], unit="function")
+    (said,) = [w for w in r.warnings if "no duration row" in w]
+    assert "function_durations_percentiles.anon.d01.csv" in said and "o/a/f2" in said
+
+
+def test_simulate_and_plan_serverless_name_the_cold_start_validation() -> None:
+    # QA 39 S #2: predict coldstart names its cold start's validated error; the same predicted
+    # cold start in simulate/plan serverless named none
+    kw = {"synthetic": 5, "minutes": 60, "models": ["mlp"], "gpu": "T4"}
+    predicted = gpucast.predict_coldstart(workload="mlp", gpu="T4").to_dict()["validation"]
+    for verb in (gpucast.simulate_serverless, gpucast.plan_serverless):
+        said = verb(**kw).to_dict()["cold_start_validation"]
+        assert said == predicted and said["model"] == "coldstart" and not said["validated"]

@@ -19,10 +19,14 @@ def test_simulate_serverless_text_and_json() -> None:
     assert text.exit_code == 0, text.output
     assert "cold starts" in text.stdout and "GPU-hours billed" in text.stdout
     assert "hybrid histogram" in text.stdout
+    # QA 39 S #1: its figures' validated error, as plan serverless prints it
+    assert "  validated: " in text.stdout and "wasted memory-time" in text.stdout
+    assert "  validated cold start: not validated for T4" in text.stdout
     out = runner.invoke(app, [*argv, "--json"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)
     assert d["policy"] == "fixed" and d["functions"] == 50 and d["slo"] is None
+    assert d["validation"]["model"] == "serverless-keepalive"
 
 
 def test_simulate_serverless_takes_plan_serverless_slo() -> None:
@@ -125,6 +129,8 @@ def test_plan_serverless_text_and_json() -> None:
     assert text.exit_code == 0, text.output
     assert "serverless histogram" in text.stdout and "always-on" in text.stdout
     assert "choice:" in text.stdout
+    # QA 39 S #2: the cold start's validated error, as predict coldstart prints it
+    assert "  validated cold start: not validated for T4" in text.stdout
     out = runner.invoke(app, [*argv, "--json", "--billing", "execution"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)

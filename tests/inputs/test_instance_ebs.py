@@ -36,7 +36,10 @@ def test_the_volume_binds_below_the_instance_link() -> None:
     without = gpucast.predict_coldstart(workload="llama-3-8b", gpu="A10G", storage="ebs-gp3-max")
     assert with_instance.prediction.bound_by == "ebs-gp3-max"
     assert with_instance.prediction.weight_load_s == without.prediction.weight_load_s
-    assert EBS_LINK in with_instance.prediction.sources and EBS_LINK not in without.assumptions
+    assert EBS_LINK in with_instance.prediction.sources
+    # without --instance the link is not priced, and said so (QA 39 S #6; it was silent)
+    assert EBS_LINK not in without.prediction.sources
+    assert "not bounded" in without.assumptions[EBS_LINK]
 
 
 def test_a_size_that_bursts_reads_at_its_maximum_and_says_the_baseline() -> None:
@@ -58,7 +61,9 @@ def test_a_size_that_bursts_reads_at_its_maximum_and_says_the_baseline() -> None
 def test_off_ebs_the_link_is_not_crossed() -> None:
     links, sources, said = ebs_link("s3", instance="g5.12xlarge", ebs_gbps=None)
     assert links == {} and sources == {} and "not an EBS volume" in said[EBS_LINK]
-    assert ebs_link("ebs-io2", instance=None, ebs_gbps=None) == ({}, {}, {})
+    assert ebs_link("s3", instance=None, ebs_gbps=None) == ({}, {}, {})
+    links, sources, said = ebs_link("ebs-io2", instance=None, ebs_gbps=None)
+    assert links == {} and sources == {} and "not bounded" in said[EBS_LINK]
     with pytest.raises(InvalidSpecError, match=r"ebs-gbps.*--storage s3 is not one"):
         ebs_link("s3", instance=None, ebs_gbps=16)
 

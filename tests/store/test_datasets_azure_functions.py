@@ -88,3 +88,15 @@ def test_a_count_beyond_int64_or_too_large_to_sum_is_skipped(tmp_path: Path) -> 
     assert len(parsed.skipped) == 2
     assert "line 5" in parsed.skipped[0] and "minute 1 is above 1,000,000,000" in parsed.skipped[0]
     assert "line 6" in parsed.skipped[1] and "minute 2" in parsed.skipped[1]
+
+
+def test_a_header_cut_short_says_where_the_minutes_break(tmp_path: Path) -> None:
+    # QA 39 S #3: a file cut inside its header (minutes 1..69 then "7") read "column '7': names
+    # the column twice; rename or drop one of them", pointing at a rename, not at the cut
+    path = tmp_path / "cut.csv"
+    minutes = [str(i) for i in range(1, 70)] + ["7"]
+    path.write_text("HashOwner,HashApp,HashFunction,Trigger," + ",".join(minutes))
+    with pytest.raises(DataFormatError) as caught:
+        read_invocation_counts(path)
+    said = str(caught.value)
+    assert "column 74 is '7', not '70'" in said and "cut short" in said and "twice" not in said

@@ -393,6 +393,11 @@ class SimulateServerlessResult:
     #: ``--slo``: percentile, latency_s, the latency at the percentile, the share of
     #: invocations within latency_s and whether the SLO is met (None: no --slo)
     slo: dict[str, Any] | None = None
+    #: the keep-alive simulator's validated error (:func:`_keepalive_validation`), as
+    #: ``plan serverless`` names it (None: not given, the API's older callers)
+    validation: Validation | None = None
+    #: the predicted cold start's validated error (:func:`_coldstart_validation`)
+    cold_start_validation: Validation | None = None
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -446,6 +451,10 @@ class SimulateServerlessResult:
             ),
             "pool": self._pool_dict(),
             "slo": self.slo,
+            "validation": None if self.validation is None else self.validation.to_dict(),
+            "cold_start_validation": None
+            if self.cold_start_validation is None
+            else self.cold_start_validation.to_dict(),
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
             "assumptions": dict(self.assumptions),
@@ -881,6 +890,7 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
         )
     if load.unit == "app" and load.apps is not None:
         out["app memory"] = app_memory_assumption(load.apps)
+    out.update(_cold_start_assumptions(load.functions))
     runs = {f.model: f.coldstart_run for f in load.functions if f.coldstart_run is not None}
     if runs:
         each = ", ".join(f"{model}: run {run}" for model, run in runs.items())
@@ -890,6 +900,24 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
             "host's disk, not --storage; phases a run lacks (the container start) stay predicted"
         )
     return out
+
+
+def _cold_start_assumptions(functions: Sequence[GpuFunction]) -> dict[str, str]:
+    """What the models' predicted cold starts assume (``GpuFunction.assumptions``, as predict
+    coldstart says it), keyed ``cold start NAME``; one text where every model shares it, else
+    each model's (QA 39 S #6: simulate/plan serverless dropped them)."""
+    said: dict[str, dict[str, list[str]]] = {}
+    for f in functions:
+        for key, text in f.assumptions.items():
+            models = said.setdefault(key, {}).setdefault(text, [])
+            if f.model not in models:
+                models.append(f.model)
+    return {
+        f"cold start {key}": next(iter(texts))
+        if len(texts) == 1
+        else "; ".join(f"{', '.join(models)}: {text}" for text, models in texts.items())
+        for key, texts in said.items()
+    }
 
 
 def _billing_text(billing: str) -> str:
@@ -988,7 +1016,28 @@ def simulate_serverless(
         host_memory_mb=load.host_memory_mb,
         defaults=defaults_used(request, ("gpu",)),
         slo=None if request.slo is None else _slo_standing(request.slo, result, load),
+        validation=_keepalive_validation(load),
+        cold_start_validation=_coldstart_validation(load),
     )
+
+
+def _coldstart_validation(load: _Load) -> Validation:
+    """The validated error of the models' predicted cold start on ``load``'s GPU, as predict
+    coldstart names it (a language model at fp16 on its instance's GPUs, a DNN at fp32)."""
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.llm_serving import is_llm_model
+
+    llm = is_llm_model(load.functions[0].model)
+    gpus = max(f.gpus for f in load.functions)
+    return validation_for("coldstart", [load.gpu.name], "fp16" if llm else "fp32", gpus)
+
+
+def _keepalive_validation(load: _Load) -> Validation:
+    """The keep-alive simulator's validated error on ``load``'s GPU (the serverless-keepalive
+    row of validation.csv): ``simulate serverless`` and ``plan serverless`` name the same."""
+    from gpucast.catalog.validation import validation_for
+
+    return validation_for("serverless-keepalive", [load.gpu.name], "fp32")
 
 
 def _slo_standing(text: str, result: ServerlessResult, load: _Load) -> dict[str, Any]:
@@ -1120,6 +1169,8 @@ class PlanServerlessResult:
     assumptions: dict[str, str]
     validation: Validation
     arrival_process: str = ""
+    #: the predicted cold start's validated error (:func:`_coldstart_validation`)
+    cold_start_validation: Validation | None = None
     warnings: tuple[str, ...] = ()
     models: tuple[GpuFunction, ...] = ()
     #: what a candidate's instance serves (``app`` or ``function``), how many of them, and the
@@ -1136,6 +1187,9 @@ class PlanServerlessResult:
         return {
             **self.plan.to_dict(),
             "validation": self.validation.to_dict(),
+            "cold_start_validation": None
+            if self.cold_start_validation is None
+            else self.cold_start_validation.to_dict(),
             "gpu": self.gpu,
             "defaults": list(self.defaults),
             "arrival_process": self.arrival_process,
@@ -1163,7 +1217,6 @@ def plan_serverless(
     cheapest meeting the latency SLO, and why (:mod:`gpucast.plan.serverless`). ``db``: the
     store ``--coldstart-run`` reads (default: ``$GPUCAST_DB``)."""
     from gpucast.app.serve import parse_slo
-    from gpucast.catalog.validation import validation_for
     from gpucast.domain.serverless import parse_policy
     from gpucast.plan.serverless import plan_serverless as plan
 
@@ -1252,7 +1305,8 @@ def plan_serverless(
             },
         },
         assumptions=assumptions,
-        validation=validation_for("serverless-keepalive", [load.gpu.name], "fp32"),
+        validation=_keepalive_validation(load),
+        cold_start_validation=_coldstart_validation(load),
         arrival_process=load.trace.arrival_process,
         warnings=load.warnings + always_on_warnings,
         models=load.functions,

@@ -30,6 +30,7 @@ from gpucast.app.serverless_text import (
 )
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
+from gpucast.domain.provenance import Validation
 from gpucast.domain.units import (
     format_amount,
     format_ms,
@@ -67,7 +68,16 @@ def simulate_command(
         _say(line)
     if d["invocations"] == 0:
         return
+    _validated(result.validation, result.cold_start_validation)
     _footer(d)
+
+
+def _validated(validation: Validation | None, cold_start: Validation | None) -> None:
+    """The keep-alive simulator's and the cold start's validated errors (both verbs)."""
+    if validation is not None:
+        _say(f"  validated: {validation.text()}")
+    if cold_start is not None:
+        _say(f"  validated cold start: {cold_start.text()}")
 
 
 def _share(share: float, limit: float) -> str:
@@ -126,7 +136,7 @@ def plan_command(
     console.print(_plan_table(d, slo_quantile(d)), highlight=False)
     for line in plan_note_lines(d):
         _say(line)
-    _say(f"  validated: {result.validation.text()}")
+    _validated(result.validation, result.cold_start_validation)
     _footer(d)
 
 

@@ -35,14 +35,17 @@ def ebs_link(
     """(links, sources, assumptions) the instance's EBS link adds to a weight load from
     ``storage``: none without ``instance`` and ``ebs_gbps``; ``ebs_gbps`` (Gbit/s) is the
     user's own figure; else the instance's maximum from ``ebs_bandwidth.csv`` (module
-    docstring). Off EBS the link is not crossed: ``--instance`` says so, ``--ebs-gbps`` is an
-    error (a figure that cannot apply)."""
+    docstring); without either, from an EBS volume, an assumption says the link is not
+    bounded (:func:`_unbounded_text`). Off EBS the link is not crossed: ``--instance`` says
+    so, ``--ebs-gbps`` is an error (a figure that cannot apply)."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.ebs import instance_ebs
     from gpucast.domain.serverless import EBS_BURST_S, MBPS_PER_GBS
 
     if instance is None and ebs_gbps is None:
-        return {}, {}, {}
+        if not storage.startswith(EBS_PREFIX):
+            return {}, {}, {}
+        return {}, {}, {EBS_LINK: _unbounded_text(storage)}
     if not storage.startswith(EBS_PREFIX):
         if ebs_gbps is not None:
             names = load_coldstart_facts().names("storage")
@@ -70,6 +73,21 @@ def ebs_link(
     else:
         text = f"{said}({gbs:.3g} GB/s), sustained (AWS gives this size one figure, no burst)"
     return {EBS_LINK: gbs}, {EBS_LINK: ebs.source}, {EBS_LINK: text}
+
+
+def _unbounded_text(storage: str) -> str:
+    """The assumption of an EBS load priced without its instance's link (QA 39 S #6: an io2
+    volume read at 4.19 GB/s on a T4, faster than any g4dn's EBS link, said nowhere)."""
+    from gpucast.catalog.ebs import EBS_PATH, load_ebs_bandwidth
+
+    rows = load_ebs_bandwidth().values()
+    low, high = min(r.maximum_mbps for r in rows), max(r.maximum_mbps for r in rows)
+    return (
+        f"not bounded: the weights read at --storage {storage}'s own rate, as if the "
+        f"instance's dedicated EBS link were faster; its maximum is {low:,.0f}-{high:,.0f} "
+        f"Mbit/s over the {len(rows)} types of catalog/data/{EBS_PATH}; predict coldstart "
+        "--instance TYPE or --ebs-gbps N prices it"
+    )
 
 
 #: storage classes read on the host itself: their weights cross no network

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.units import count_of, format_duration, format_ms, format_span
-from gpucast.inputs.instance_ebs import network_link
+from gpucast.inputs.instance_ebs import EBS_LINK, ebs_link, network_link
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
@@ -135,11 +135,12 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
             f"function of an earlier row (first: {repeated.iloc[0]}): each row is replayed as "
             "a function of its own"
         )
-    missing = int(np.isnan(duration_s).sum())
-    if missing:
+    missing = np.isnan(duration_s)
+    if missing.any():
         warnings.append(
-            f"{missing} of {duration_s.size} functions have no duration row: they run one "
-            "forward pass of their model"
+            f"{int(missing.sum())} of {duration_s.size} functions have no duration row in "
+            f"{paths['durations'].name} (first: {keys[missing].iloc[0]}): they run one forward "
+            "pass of their model"
         )
     span_s = counts.minutes * 60.0
     long_run = _longer_than_trace(tuple(keys), duration_s, span_s, paths["durations"].name)
@@ -369,6 +370,9 @@ class GpuFunction:
     #: the GPUs one instance holds (a language model split over several: all of them are
     #: loaded, billed and kept warm together; ``memory_gib`` is theirs together)
     gpus: int = 1
+    #: what its predicted cold start assumes (phase defaults, the loader, the instance's EBS
+    #: link), as predict coldstart says it; a phase a stored run measured is not assumed
+    assumptions: dict[str, str] = field(default_factory=dict)
 
     def cold_start_dict(self) -> dict[str, object] | None:
         if self.cold_start is None:
@@ -506,7 +510,7 @@ def gpu_function(
     profile = workload_profile(model, "fp32", batch_size=1)
     memory_gib = fitting_memory_gib(model, profile, gpu)
     forward = forward_pass_s(model, gpu)
-    cold, _ = gpu_cold_start(
+    cold, assumed = gpu_cold_start(
         profile.memory.weights_bytes,
         profile.inference_flops,
         gpu,
@@ -521,8 +525,12 @@ def gpu_function(
         for phase, value in (("container", container_s), ("cuda_context", cuda_context_s))
         if value is not None
     )
+    assumed.update(ebs_link(storage, instance=None, ebs_gbps=None)[2])
     if measured is not None:
         cold = with_measured(cold, measured.measurement, source=measured.source(), keep=given)
+        for phase in cold.measured_phases:
+            for key in _ASSUMED_BY_PHASE.get(phase, ()):
+                assumed.pop(key, None)
     detail = (
         f"weights {cold.weight_load_s:.2f} s bound by {cold.bound_by}"
         if measured is None
@@ -538,7 +546,16 @@ def gpu_function(
         f"({detail})",
         cold_start=cold,
         coldstart_run=None if measured is None else measured.run_id,
+        assumptions=assumed,
     )
+
+
+#: the assumptions of :func:`gpu_cold_start` a measured phase replaces
+_ASSUMED_BY_PHASE = {
+    "cuda_context": ("cuda-context",),
+    "first_inference": ("first-call",),
+    "weight_load": ("loader", EBS_LINK),
+}
 
 
 #: the serving engine whose model prices an LLM function's requests

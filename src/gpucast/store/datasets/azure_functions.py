@@ -90,12 +90,22 @@ def _minute_columns(header: list[str], path: str) -> int:
             "trace",
         )
     minutes = got[4:]
-    if not minutes or minutes != [str(i) for i in range(1, len(minutes) + 1)]:
+    expected = [str(i) for i in range(1, len(minutes) + 1)]
+    if not minutes or minutes != expected:
+        # where the minutes break (QA 39 S #3: a header cut short read "names the column twice")
+        pairs = enumerate(zip(minutes, expected, strict=True))
+        at = next((i for i, (m, e) in pairs if m != e), None)
+        where = (
+            ""
+            if at is None
+            else f" (column {at + 5} is {minutes[at]!r}, not {expected[at]!r}: "
+            "the header is cut short or edited)"
+        )
         raise DataFormatError(
             path,
-            "needs minute columns 1, 2, ... (1440 for a whole day) after Trigger",
+            f"needs minute columns 1, 2, ... (1440 for a whole day) after Trigger{where}",
             line=1,
-            fix="keep the trace's header unchanged",
+            fix="keep the trace's header unchanged (a copy cut short: copy the file again)",
         )
     return len(minutes)
 
@@ -114,8 +124,8 @@ def read_invocation_counts(path: Path) -> InvocationCounts:
             header = next(reader, None)
             if header is None:
                 raise DataFormatError(str(path), "is empty", fix="give a non-empty trace file")
+            n_min = _minute_columns(header, str(path))  # before check_header: says where
             check_header(header, path)
-            n_min = _minute_columns(header, str(path))
             width = 4 + n_min
             for line, fields in enumerate(reader, start=2):
                 if not fields or (len(fields) == 1 and not fields[0].strip()):
