@@ -303,6 +303,21 @@ def test_hit_rate_curve_of_one_trace(shared_data: Path) -> None:
         gpucast.predict_embedding_cache(data_dir=shared_data, window="2021/x")
 
 
+def test_plan_locality_takes_one_trace_as_predict_embedding_cache_does(shared_data: Path) -> None:
+    """QA 39: ``--locality 2021/TRACE`` was refused ("must be 2021 or 2022") where the tables
+    file's locality column and ``predict embedding-cache --window`` take it."""
+    kw = {"model": "dlrm-dcnv2", "gpu": "A100-80GB", "gpus": 1, "data_dir": shared_data}
+    third = gpucast.plan_embeddings(**kw, locality="2021/fbgemm_t856_bs65536_3")
+    first = gpucast.plan_embeddings(**kw, locality="2021")
+    assert "2021 window fbgemm_t856_bs65536_3 (" in third.assumptions["uvm hit rate"]
+    assert third.best.hit_rate != first.best.hit_rate
+    assert third.best.name == "tiered"
+    with pytest.raises(InvalidSpecError, match="locality: dlrm_datasets 2021 has no trace 'x'"):
+        gpucast.plan_embeddings(**kw, locality="2021/x")
+    with pytest.raises(InvalidSpecError, match="locality: must be a dlrm_datasets window"):
+        gpucast.plan_embeddings(**kw, locality="2023")
+
+
 @pytest.mark.parametrize("policy", ["lru", "lfu"])
 def test_replay_of_a_matching_stream_agrees_with_the_curve(shared_data: Path, policy: str) -> None:
     """A small stream (20,000 rows) replayed through the exact cache: within 3 pp of the

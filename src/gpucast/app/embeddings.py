@@ -121,8 +121,9 @@ class PlanEmbeddingsRequest:
     cache_policy: str = option("lru", help="UVM cache policy: lru or lfu.", example="lfu")
     locality: str = option(
         "2022",
-        help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022 (tables without "
-        "their own locality column).",
+        help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022 (its first trace) "
+        "or WINDOW/TRACE, e.g. 2021/fbgemm_t856_bs65536_3 (tables without their own locality "
+        "column).",
         example="2021",
     )
     data_dir: Path | None = option(
@@ -168,8 +169,7 @@ class PlanEmbeddingsRequest:
         ):
             raise InvalidSpecError("host-memory-gib", "must be >= 0", got=self.host_memory_gib)
         check_cache_policy(self.cache_policy, "cache-policy")
-        if self.locality not in ("2021", "2022"):
-            raise InvalidSpecError("locality", "must be 2021 or 2022", got=self.locality)
+        _window(self.locality, "locality")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -364,9 +364,10 @@ def plan_embeddings(
     model = rec_model_input(request.model, request.tables, request.batch)
     uneven = _batch_split(model.global_batch, request.gpus, given=request.batch is not None)
     hw, gpu_name, price, notes = _hardware(request)
-    curve = hit_rate_curve(request.data_dir, request.locality, request.cache_policy)
+    window = _window(request.locality, "locality")
+    curve = hit_rate_curve(request.data_dir, window.window, request.cache_policy, window.trace)
     own = table_hit_rates(model, request.data_dir, request.cache_policy)
-    distinct = distinct_per_lookup(request.data_dir, request.locality)
+    distinct = distinct_per_lookup(request.data_dir, window.window, window.trace)
     best, costs = emb.plan_embeddings(
         model,
         hw,
@@ -529,14 +530,15 @@ VALIDATED_FRACTIONS = (0.01, 0.5)
 REPLAY_REUSE_TOLERANCE = 0.05
 
 
-def _window(text: str) -> AccessLocality:
+def _window(text: str, flag: str = "window") -> AccessLocality:
+    """``--window`` / ``--locality``: a dlrm_datasets window, or one trace of it."""
     from gpucast.domain.embeddings import AccessLocality
 
     error = InvalidSpecError(
-        "window",
+        flag,
         "must be a dlrm_datasets window: 2021 or 2022, or WINDOW/TRACE",
         got=text,
-        fix="e.g. --window 2022 or --window 2021/fbgemm_t856_bs65536_3",
+        fix=f"e.g. --{flag} 2022 or --{flag} 2021/fbgemm_t856_bs65536_3",
     )
     try:
         locality = AccessLocality.parse(text)
