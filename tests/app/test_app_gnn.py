@@ -627,8 +627,11 @@ def test_gpus_and_parts_must_agree(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "one part per GPU" in result.output, result.output
     result = CliRunner().invoke(app, [*argv, "--parts", "301"])
     assert result.exit_code == 2 and "must be <= the 300 nodes" in result.output, result.output
+    # QA 39: the line named no fix
+    assert "use --parts 300 or fewer" in result.output
     result = CliRunner().invoke(app, [*argv, "--gpus", "301"])
     assert result.exit_code == 2 and "gpus: must be <= the 300 nodes" in result.output
+    assert "use --gpus 300 or fewer" in result.output
 
 
 # -- --degrees -------------------------------------------------------------------------------

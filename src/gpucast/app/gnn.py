@@ -276,8 +276,9 @@ class PredictGnnRequest:
             )  # fmt: skip
         if self.gpus > 1 and self.nodes is not None and self.gpus > self.nodes:
             raise InvalidSpecError(
-                "gpus", f"must be <= the {self.nodes:,} nodes (one part per GPU)", got=self.gpus
-            )
+                "gpus", f"must be <= the {self.nodes:,} nodes (one part per GPU)", got=self.gpus,
+                fix=f"use --gpus {self.nodes:,} or fewer (a part needs a node)",
+            )  # fmt: skip
 
     def __post_init__(self) -> None:
         with as_flags(type(self)):  # a domain check's field as the flag typed, with a fix
@@ -543,7 +544,10 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         if parts is not None:
             if parts > nodes:
                 flag = "parts" if request.parts is not None else "gpus"
-                raise InvalidSpecError(flag, f"must be <= the {nodes:,} nodes", got=parts)
+                raise InvalidSpecError(
+                    flag, f"must be <= the {nodes:,} nodes (one part per GPU)", got=parts,
+                    fix=f"use --{flag} {nodes:,} or fewer (a part needs a node)",
+                )  # fmt: skip
             partition = gnn.metis_partition(nodes, graph.src, graph.dst, parts)
             counted = gnn.halo_nodes(graph.src, graph.dst, partition)
             halo = tuple(int(v) for v in counted)
