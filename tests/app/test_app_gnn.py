@@ -34,6 +34,10 @@ def test_full_graph_and_sampled() -> None:
     )  # fmt: skip
     assert sampled.nodes_per_hop[0] == 1024 and sampled.feature_fetch_s > 0
     assert sampled.to_dict()["dense_over_sparse"] > 1
+    # QA 39: --json said "validated": "" for gcn/sage (the text put it among the assumptions)
+    for result in (full, sampled):
+        assert result.to_dict()["validated"].startswith("not validated against GPU measurements")
+        assert "validated" not in result.assumptions
 
 
 PAPERS100M = {"gpu": "A100-80GB", "nodes": 111_059_956, "edges": 3_231_371_744, "feature_dim": 128}

@@ -606,9 +606,11 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         if graph_bytes is None
         else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
         f"of {usable_text(gpu.memory_gib)})",
-        "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
-        "the pricing on the CPU)",
     }
+    validated = (
+        "not validated against GPU measurements (benchmarks/gnn_cpu.py checks the pricing on "
+        "the CPU)"
+    )
     sampling = gpu_step = None
     bound = ""
     if request.batch is not None:
@@ -655,6 +657,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         halo_bytes_per_epoch=halo_bytes,
         notes=tuple(notes),
         assumptions=assumptions,
+        validated=validated,
         split=split,
         warnings=tuple(warnings),
         gpu_step_time_s=gpu_step,
