@@ -354,6 +354,7 @@ def plan_embeddings(
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.embeddings import (
         distinct_per_lookup,
+        fitted_window,
         hit_rate_curve,
         rec_model_input,
         table_hit_rates,
@@ -397,6 +398,8 @@ def plan_embeddings(
             f"their gradients over its NIC; {distinct.source}"
         )
     warnings = [uneven] if uneven else []
+    if fitted_window(request.data_dir, window.window, window.trace) is None:
+        warnings += _uniform_cache(model, best)
     unpriced = _unpriced_dense(model)
     if unpriced:
         notes["dense compute"] = unpriced
@@ -462,6 +465,26 @@ def _hit_rate_note(
     if rest == 0:
         return own_source
     return f"{own_source}; the other {rest} table{'s' if rest > 1 else ''}: {global_source}"
+
+
+def _uniform_cache(model: RecModel, best: PlanCost) -> list[str]:
+    """A warning where the pick caches tables in HBM and prices some without locality data
+    (hit rate = cache share): its step rests on that assumption (QA 39: it was only an
+    assumption line)."""
+    own = {t.name for t in model.tables if t.locality is not None}
+    cached = [
+        p.table
+        for p in best.placements
+        if p.sharding in ("row_wise_uvm", "parameter_server") and p.table not in own
+    ]
+    if not cached:
+        return []
+    return [
+        f"the pick, {best.name}, prices its cache tiers at uniform access (hit rate = the cache's "
+        f"share of the rows) for {count_of(len(cached), 'table')}: no dlrm_datasets locality "
+        "data; production lookups are skewed, so this is likely pessimistic; pass --data-dir "
+        "../shared/data (or set $GPUCAST_SHARED_DATA), or give the tables a locality column"
+    ]
 
 
 def _unpriced_dense(model: RecModel) -> str:
