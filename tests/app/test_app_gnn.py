@@ -38,6 +38,12 @@ def test_full_graph_and_sampled() -> None:
     for result in (full, sampled):
         assert result.to_dict()["validated"].startswith("not validated against GPU measurements")
         assert "validated" not in result.assumptions
+    # the partitioned epoch names its own check (gloo on the CPU), which a GPU is outside
+    parts = gpucast.predict_gnn(gpu="A100-80GB", nodes=100_000, edges=2_000_000, gpus=4)
+    assert parts.assumptions["partition validated"] == (
+        "not validated for A100-80GB, fp32, 4 GPUs (validated only for cpu, fp32)"
+    )
+    assert "partition validated" not in full.assumptions
 
 
 PAPERS100M = {"gpu": "A100-80GB", "nodes": 111_059_956, "edges": 3_231_371_744, "feature_dim": 128}

@@ -638,6 +638,12 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             _check_part_memory(spec, loads, gpu, [] if graph is None else graph.warnings())
         usd = None if price is None else partitioned.usd_per_epoch(price)
         assumptions |= partition_notes | hw_notes
+        if partitioned.gpus > 1:  # QA 39: the epoch over N GPUs named no validation
+            from gpucast.catalog.validation import validation_for
+
+            assumptions["partition validated"] = validation_for(
+                "gnn-partition", [gpu.name], "fp32", partitioned.gpus
+            ).text()
     split: tuple[Any, ...] = ()
     if request.split:
         split, split_notes = _split(request, spec, cost, nodes, edges, gpu, tflops, hbm)
