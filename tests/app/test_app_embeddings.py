@@ -105,7 +105,7 @@ def test_a_cache_fraction_no_plan_uses_is_a_warning() -> None:
     tiered = gpucast.plan_embeddings(
         model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, sharding="tiered", cache_fraction=0.05
     )
-    assert tiered.warnings == ()
+    assert not any("--cache-fraction" in w for w in tiered.warnings)
     argv = ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-80GB",
             "--sharding", "row-wise", "--cache-fraction", "0.05"]  # fmt: skip
     result = CliRunner().invoke(app, argv)
@@ -301,6 +301,41 @@ def test_hit_rate_curve_of_one_trace(shared_data: Path) -> None:
     assert first.lookups != third.lookups
     with pytest.raises(InvalidSpecError, match="window: dlrm_datasets 2021 has no trace 'x'"):
         gpucast.predict_embedding_cache(data_dir=shared_data, window="2021/x")
+
+
+def test_a_cached_pick_without_locality_data_is_a_warning(shared_data: Path) -> None:
+    """QA 39: without --data-dir the tiered pick's hit rate is the cache's share of the rows
+    (168 ms a step on one A100-80GB where the fitted 2022 curve gives 100 ms), said only in
+    an assumption line."""
+    kw = {"model": "dlrm-dcnv2", "gpu": "A100-80GB", "gpus": 1}
+    uniform = gpucast.plan_embeddings(**kw)
+    assert uniform.best.name == "tiered"
+    assert [w for w in uniform.warnings if "uniform access" in w] == [
+        "the pick, tiered, prices its cache tiers at uniform access (hit rate = the cache's "
+        "share of the rows) for 6 tables: no dlrm_datasets locality data; production lookups "
+        "are skewed, so this is likely pessimistic; pass --data-dir ../shared/data (or set "
+        "$GPUCAST_SHARED_DATA), or give the tables a locality column"
+    ]
+    fitted = gpucast.plan_embeddings(**kw, data_dir=shared_data)
+    assert not any("uniform access" in w for w in fitted.warnings)
+    assert fitted.best.step_time_s < uniform.best.step_time_s
+    in_hbm = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8)
+    assert not any("uniform access" in w for w in in_hbm.warnings)  # nothing cached
+
+
+def test_plan_locality_takes_one_trace_as_predict_embedding_cache_does(shared_data: Path) -> None:
+    """QA 39: ``--locality 2021/TRACE`` was refused ("must be 2021 or 2022") where the tables
+    file's locality column and ``predict embedding-cache --window`` take it."""
+    kw = {"model": "dlrm-dcnv2", "gpu": "A100-80GB", "gpus": 1, "data_dir": shared_data}
+    third = gpucast.plan_embeddings(**kw, locality="2021/fbgemm_t856_bs65536_3")
+    first = gpucast.plan_embeddings(**kw, locality="2021")
+    assert "2021 window fbgemm_t856_bs65536_3 (" in third.assumptions["uvm hit rate"]
+    assert third.best.hit_rate != first.best.hit_rate
+    assert third.best.name == "tiered"
+    with pytest.raises(InvalidSpecError, match="locality: dlrm_datasets 2021 has no trace 'x'"):
+        gpucast.plan_embeddings(**kw, locality="2021/x")
+    with pytest.raises(InvalidSpecError, match="locality: must be a dlrm_datasets window"):
+        gpucast.plan_embeddings(**kw, locality="2023")
 
 
 @pytest.mark.parametrize("policy", ["lru", "lfu"])

@@ -34,6 +34,16 @@ def test_full_graph_and_sampled() -> None:
     )  # fmt: skip
     assert sampled.nodes_per_hop[0] == 1024 and sampled.feature_fetch_s > 0
     assert sampled.to_dict()["dense_over_sparse"] > 1
+    # QA 39: --json said "validated": "" for gcn/sage (the text put it among the assumptions)
+    for result in (full, sampled):
+        assert result.to_dict()["validated"].startswith("not validated against GPU measurements")
+        assert "validated" not in result.assumptions
+    # the partitioned epoch names its own check (gloo on the CPU), which a GPU is outside
+    parts = gpucast.predict_gnn(gpu="A100-80GB", nodes=100_000, edges=2_000_000, gpus=4)
+    assert parts.assumptions["partition validated"] == (
+        "not validated for A100-80GB, fp32, 4 GPUs (validated only for cpu, fp32)"
+    )
+    assert "partition validated" not in full.assumptions
 
 
 PAPERS100M = {"gpu": "A100-80GB", "nodes": 111_059_956, "edges": 3_231_371_744, "feature_dim": 128}
@@ -627,8 +637,11 @@ def test_gpus_and_parts_must_agree(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "one part per GPU" in result.output, result.output
     result = CliRunner().invoke(app, [*argv, "--parts", "301"])
     assert result.exit_code == 2 and "must be <= the 300 nodes" in result.output, result.output
+    # QA 39: the line named no fix
+    assert "use --parts 300 or fewer" in result.output
     result = CliRunner().invoke(app, [*argv, "--gpus", "301"])
     assert result.exit_code == 2 and "gpus: must be <= the 300 nodes" in result.output
+    assert "use --gpus 300 or fewer" in result.output
 
 
 # -- --degrees -------------------------------------------------------------------------------

@@ -130,3 +130,19 @@ def test_json_gives_the_tier_shares_as_numbers() -> None:
     })  # fmt: skip
     assert "SSD 50.0%" in ssd["sources"]["embedding cache"]  # the text stays
     assert gpucast.simulate_serve(**BASE | {"duration_s": 1.0}).to_dict()["embedding_cache"] is None
+
+
+def test_a_cache_priced_without_locality_data_is_a_warning(shared_data: Path) -> None:
+    """QA 39: without dlrm_datasets the hit rate is the cache's share of the rows (uniform
+    access), said only in the embedding-cache source line."""
+    kw = BASE | {"duration_s": 1.0, "cache_fraction": 0.1}
+    uniform = gpucast.simulate_serve(**kw)
+    assert [w for w in uniform.warnings if "uniform access" in w] == [
+        "--cache-fraction 0.1 is priced at uniform access (hit rate = the cache's share of the "
+        "rows): no dlrm_datasets locality data; production lookups are skewed, so the misses "
+        "are likely overstated; pass --data-dir ../shared/data (or set $GPUCAST_SHARED_DATA)"
+    ]
+    fitted = gpucast.simulate_serve(**kw, data_dir=shared_data)
+    assert not any("uniform access" in w for w in fitted.warnings)
+    assert "HBM 60.6%" in fitted.sources["embedding cache"]
+    assert not any("uniform access" in w for w in gpucast.simulate_serve(**BASE).warnings)

@@ -38,7 +38,8 @@ def test_user_tables_and_their_errors() -> None:
         )
     with pytest.raises(DataFormatError, match="missing column"):
         parse_rec_models("table,rows\nu,5\n", "t.csv", required=TABLE_COLUMNS)
-    with pytest.raises(DataFormatError, match="second row for table"):
+    # QA 39: the line named no fix
+    with pytest.raises(DataFormatError, match="second row for table 'u'; give each table one row"):
         parse_rec_models(
             "table,rows,dim,pooling\nu,5,4,1\nu,6,4,1\n",
             "t.csv",

@@ -119,3 +119,13 @@ def test_a_matrix_market_size_line_is_not_an_edge(tmp_path: Path) -> None:
     edges = read_edge_list(_write(tmp_path, text))
     assert edges.src.tolist() == [1, 2] and edges.dst.tolist() == [2, 3]
     assert edges.self_loops_skipped == 0 and edges.notes() == []
+
+
+def test_repeated_edges_are_kept_and_counted(tmp_path: Path) -> None:
+    """QA 39: ``0 1`` three times read as 2 nodes and 3 edges with nothing said, where
+    ``--nodes 2 --edges 3`` is refused (at most 2 directed edges without repeats)."""
+    edges = read_edge_list(_write(tmp_path, "0 1\n0 1\n1 0\n0 1\n2 2\n"))
+    assert len(edges.src) == 4 and edges.repeated == 2  # 1 -> 0 is another edge
+    assert edges.notes()[:1] == ["1 self-loop skipped"]
+    assert edges.notes()[1].startswith("2 edges repeating an earlier one kept (a multigraph")
+    assert read_edge_list(_write(tmp_path, "0 1\n1 0\n")).notes() == []

@@ -388,3 +388,17 @@ def test_hierarchical_ps_tier_shares_per_table() -> None:
     assert glob.tier_shares[2] == pytest.approx(0.5)
     assert own.tier_shares[2] < 0.2 and own.ssd_s < glob.ssd_s
     assert sum(own.tier_shares) == pytest.approx(1.0)
+
+
+def test_no_dense_part_and_no_replicated_table_reduces_nothing() -> None:
+    """Without dense parameters (a tables file without the dense columns) and with no
+    data-parallel table there is nothing to all-reduce: 0 s, not the hops' latency (it priced
+    50 us on 2 GPUs while the warning said the all-reduce counts as 0)."""
+    model = replace(_model(), dense_params=0.0, dense_train_flops_per_sample=0.0)
+    hw = _hw(gpus=2)
+    plan = [emb.Placement(table=t.name, sharding="row_wise") for t in model.tables]
+    cost = emb.evaluate_plan("row-wise", model, plan, hw)
+    assert cost.allreduce_s == 0.0
+    assert cost.alltoall_s > 0  # the pooled rows still cross
+    dp = [emb.Placement(table=t.name, sharding="data_parallel") for t in model.tables]
+    assert emb.evaluate_plan("data-parallel", model, dp, hw).allreduce_s > 0  # the tables' grads

@@ -121,8 +121,9 @@ class PlanEmbeddingsRequest:
     cache_policy: str = option("lru", help="UVM cache policy: lru or lfu.", example="lfu")
     locality: str = option(
         "2022",
-        help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022 (tables without "
-        "their own locality column).",
+        help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022 (its first trace) "
+        "or WINDOW/TRACE, e.g. 2021/fbgemm_t856_bs65536_3 (tables without their own locality "
+        "column).",
         example="2021",
     )
     data_dir: Path | None = option(
@@ -168,8 +169,7 @@ class PlanEmbeddingsRequest:
         ):
             raise InvalidSpecError("host-memory-gib", "must be >= 0", got=self.host_memory_gib)
         check_cache_policy(self.cache_policy, "cache-policy")
-        if self.locality not in ("2021", "2022"):
-            raise InvalidSpecError("locality", "must be 2021 or 2022", got=self.locality)
+        _window(self.locality, "locality")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -354,6 +354,7 @@ def plan_embeddings(
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.embeddings import (
         distinct_per_lookup,
+        fitted_window,
         hit_rate_curve,
         rec_model_input,
         table_hit_rates,
@@ -364,9 +365,10 @@ def plan_embeddings(
     model = rec_model_input(request.model, request.tables, request.batch)
     uneven = _batch_split(model.global_batch, request.gpus, given=request.batch is not None)
     hw, gpu_name, price, notes = _hardware(request)
-    curve = hit_rate_curve(request.data_dir, request.locality, request.cache_policy)
+    window = _window(request.locality, "locality")
+    curve = hit_rate_curve(request.data_dir, window.window, request.cache_policy, window.trace)
     own = table_hit_rates(model, request.data_dir, request.cache_policy)
-    distinct = distinct_per_lookup(request.data_dir, request.locality)
+    distinct = distinct_per_lookup(request.data_dir, window.window, window.trace)
     best, costs = emb.plan_embeddings(
         model,
         hw,
@@ -396,6 +398,8 @@ def plan_embeddings(
             f"their gradients over its NIC; {distinct.source}"
         )
     warnings = [uneven] if uneven else []
+    if fitted_window(request.data_dir, window.window, window.trace) is None:
+        warnings += _uniform_cache(model, best)
     unpriced = _unpriced_dense(model)
     if unpriced:
         notes["dense compute"] = unpriced
@@ -461,6 +465,26 @@ def _hit_rate_note(
     if rest == 0:
         return own_source
     return f"{own_source}; the other {rest} table{'s' if rest > 1 else ''}: {global_source}"
+
+
+def _uniform_cache(model: RecModel, best: PlanCost) -> list[str]:
+    """A warning where the pick caches tables in HBM and prices some without locality data
+    (hit rate = cache share): its step rests on that assumption (QA 39: it was only an
+    assumption line)."""
+    own = {t.name for t in model.tables if t.locality is not None}
+    cached = [
+        p.table
+        for p in best.placements
+        if p.sharding in ("row_wise_uvm", "parameter_server") and p.table not in own
+    ]
+    if not cached:
+        return []
+    return [
+        f"the pick, {best.name}, prices its cache tiers at uniform access (hit rate = the cache's "
+        f"share of the rows) for {count_of(len(cached), 'table')}: no dlrm_datasets locality "
+        "data; production lookups are skewed, so this is likely pessimistic; pass --data-dir "
+        "../shared/data (or set $GPUCAST_SHARED_DATA), or give the tables a locality column"
+    ]
 
 
 def _unpriced_dense(model: RecModel) -> str:
@@ -529,14 +553,15 @@ VALIDATED_FRACTIONS = (0.01, 0.5)
 REPLAY_REUSE_TOLERANCE = 0.05
 
 
-def _window(text: str) -> AccessLocality:
+def _window(text: str, flag: str = "window") -> AccessLocality:
+    """``--window`` / ``--locality``: a dlrm_datasets window, or one trace of it."""
     from gpucast.domain.embeddings import AccessLocality
 
     error = InvalidSpecError(
-        "window",
+        flag,
         "must be a dlrm_datasets window: 2021 or 2022, or WINDOW/TRACE",
         got=text,
-        fix="e.g. --window 2022 or --window 2021/fbgemm_t856_bs65536_3",
+        fix=f"e.g. --{flag} 2022 or --{flag} 2021/fbgemm_t856_bs65536_3",
     )
     try:
         locality = AccessLocality.parse(text)

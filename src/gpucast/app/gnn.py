@@ -276,8 +276,9 @@ class PredictGnnRequest:
             )  # fmt: skip
         if self.gpus > 1 and self.nodes is not None and self.gpus > self.nodes:
             raise InvalidSpecError(
-                "gpus", f"must be <= the {self.nodes:,} nodes (one part per GPU)", got=self.gpus
-            )
+                "gpus", f"must be <= the {self.nodes:,} nodes (one part per GPU)", got=self.gpus,
+                fix=f"use --gpus {self.nodes:,} or fewer (a part needs a node)",
+            )  # fmt: skip
 
     def __post_init__(self) -> None:
         with as_flags(type(self)):  # a domain check's field as the flag typed, with a fix
@@ -543,7 +544,10 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         if parts is not None:
             if parts > nodes:
                 flag = "parts" if request.parts is not None else "gpus"
-                raise InvalidSpecError(flag, f"must be <= the {nodes:,} nodes", got=parts)
+                raise InvalidSpecError(
+                    flag, f"must be <= the {nodes:,} nodes (one part per GPU)", got=parts,
+                    fix=f"use --{flag} {nodes:,} or fewer (a part needs a node)",
+                )  # fmt: skip
             partition = gnn.metis_partition(nodes, graph.src, graph.dst, parts)
             counted = gnn.halo_nodes(graph.src, graph.dst, partition)
             halo = tuple(int(v) for v in counted)
@@ -602,9 +606,11 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         if graph_bytes is None
         else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
         f"of {usable_text(gpu.memory_gib)})",
-        "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
-        "the pricing on the CPU)",
     }
+    validated = (
+        "not validated against GPU measurements (benchmarks/gnn_cpu.py checks the pricing on "
+        "the CPU)"
+    )
     sampling = gpu_step = None
     bound = ""
     if request.batch is not None:
@@ -632,6 +638,12 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             _check_part_memory(spec, loads, gpu, [] if graph is None else graph.warnings())
         usd = None if price is None else partitioned.usd_per_epoch(price)
         assumptions |= partition_notes | hw_notes
+        if partitioned.gpus > 1:  # QA 39: the epoch over N GPUs named no validation
+            from gpucast.catalog.validation import validation_for
+
+            assumptions["partition validated"] = validation_for(
+                "gnn-partition", [gpu.name], "fp32", partitioned.gpus
+            ).text()
     split: tuple[Any, ...] = ()
     if request.split:
         split, split_notes = _split(request, spec, cost, nodes, edges, gpu, tflops, hbm)
@@ -651,6 +663,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         halo_bytes_per_epoch=halo_bytes,
         notes=tuple(notes),
         assumptions=assumptions,
+        validated=validated,
         split=split,
         warnings=tuple(warnings),
         gpu_step_time_s=gpu_step,

@@ -1727,6 +1727,16 @@ def simulate_serve(
             "tiers), so DRAM serves no lookups and every HBM miss reads the SSD; give "
             f"--dram-fraction >= {request.cache_fraction:g} for a DRAM tier"
         )
+    if request.cache_fraction is not None:
+        from gpucast.inputs.embeddings import fitted_window
+
+        if fitted_window(request.data_dir, "2022") is None:  # QA 39: an assumption line only
+            warnings.append(
+                f"--cache-fraction {request.cache_fraction:g} is priced at uniform access (hit "
+                "rate = the cache's share of the rows): no dlrm_datasets locality data; "
+                "production lookups are skewed, so the misses are likely overstated; pass "
+                "--data-dir ../shared/data (or set $GPUCAST_SHARED_DATA)"
+            )
     base = ModelDeployment(
         model=request.model,
         latency=curve,

@@ -45,7 +45,10 @@ def parse_rec_models(
             locality=_locality(row.get("locality", ""), path=path, line=line),
         )
         if any(t.name == name for t in tables.get(model, [])):
-            raise DataFormatError(path, f"second row for table {name!r}", line=line, column="table")
+            raise DataFormatError(
+                path, f"second row for table {name!r}", line=line, column="table",
+                fix="give each table one row: rename one of them, or merge the two",
+            )  # fmt: skip
         tables.setdefault(model, []).append(table)
         params = parse_float(
             row.get("dense_params", ""), path=path, line=line, column="dense_params",

@@ -155,11 +155,11 @@ def fitted_window(
 
 
 def hit_rate_curve(
-    data_dir: Path | None, window: str, policy: str
+    data_dir: Path | None, window: str, policy: str, trace: str = ""
 ) -> Sourced[Callable[[float], float]]:
-    """The LRU/LFU hit rate vs cache share fitted on a dlrm_datasets window (its first trace),
-    or uniform access (hit rate = cache share) where the data is absent."""
-    fitted = fitted_window(data_dir, window)
+    """The LRU/LFU hit rate vs cache share fitted on a dlrm_datasets window (its first trace,
+    or ``trace``), or uniform access (hit rate = cache share) where the data is absent."""
+    fitted = fitted_window(data_dir, window, trace)
     if fitted is None:
         return Sourced(
             lambda c: float(c),
@@ -226,10 +226,11 @@ def _curve(model: EmbeddingLocalityModel | ZipfLocality, policy: str) -> Callabl
     return curve
 
 
-def distinct_per_lookup(data_dir: Path | None, window: str) -> Sourced[float]:
+def distinct_per_lookup(data_dir: Path | None, window: str, trace: str = "") -> Sourced[float]:
     """Distinct rows per lookup of a batch (the hierarchical PS pulls each once): the
-    window's distinct rows over its lookups, or 1 (every lookup a new row) without data."""
-    fitted = fitted_window(data_dir, window)
+    window's (or its ``trace``'s) distinct rows over its lookups, or 1 (every lookup a new
+    row) without data."""
+    fitted = fitted_window(data_dir, window, trace)
     if fitted is None:
         return Sourced(
             1.0, "no dlrm_datasets locality data: every lookup of a batch a distinct row"

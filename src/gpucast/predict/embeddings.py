@@ -353,6 +353,8 @@ def _table_curve(
 
 
 def _a2a_s(per_gpu_bytes: float, hw: ShardingHardware) -> float:
+    if per_gpu_bytes <= 0:  # nothing sent: no collective is launched, so no hop latency
+        return 0.0
     return float(
         hierarchical_collective_s(
             per_gpu_bytes,
@@ -367,6 +369,8 @@ def _a2a_s(per_gpu_bytes: float, hw: ShardingHardware) -> float:
 
 
 def _allreduce_s(n_bytes: float, hw: ShardingHardware) -> float:
+    if n_bytes <= 0:  # no dense part and no replicated table: nothing to reduce
+        return 0.0
     return float(
         hierarchical_collective_s(
             n_bytes,
