@@ -301,3 +301,48 @@ def test_lifetimes_on_few_revocations_are_said_by_simulate_and_plan_train(
     )  # fmt: skip
     said = next(a for a in plan.assumptions if a.name == "spot lifetimes").source
     assert "fewer than 20 observed revocations: pooled: V100 all regions (5)" in said
+
+
+@pytest.mark.parametrize(
+    ("extra", "used"),
+    [
+        ({}, "the pessimistic scenario"),  # no --data-dir: no published lifetimes
+        ({"hazard_per_hour": 2.0, "with_data": True}, "a user-given hazard"),
+    ],
+)
+def test_the_monte_carlo_error_says_it_was_validated_on_other_lifetimes(
+    tmp_path: Path, shared_data: Path, extra: dict[str, object], used: str
+) -> None:
+    """QA 39 K #1: the transient Monte Carlo's K80 error was measured with the published GCE
+    lifetimes; a run on a scenario or on a given hazard quoted it as its own without a word."""
+    kw = dict(extra)
+    data = {"data_dir": shared_data} if kw.pop("with_data", False) else {}
+    sim = gpucast.simulate_train(
+        gpu="K80", workers=4, ps=1, region="us-east1", workload="cifar-resnet15", steps=2000,
+        runs=20, spot=True, db=tmp_path / "s.db", **data, **kw,  # type: ignore[arg-type]
+    )  # fmt: skip
+    line = sim.validation["transient Monte Carlo"]  # type: ignore[attr-defined]
+    assert line.startswith("K80: median duration")
+    assert f"validated with the published GCE lifetimes; this run's: {used}" in line
+    published = gpucast.simulate_train(
+        gpu="K80", workers=4, ps=1, region="us-east1", workload="cifar-resnet15", steps=2000,
+        runs=20, spot=True, db=tmp_path / "s.db", data_dir=shared_data,
+    )  # fmt: skip
+    assert "this run's" not in published.validation["transient Monte Carlo"]  # type: ignore[attr-defined]
+
+
+def test_a_plans_spot_error_says_it_was_validated_on_other_lifetimes(tmp_path: Path) -> None:
+    """QA 39 K #1, plan train: a GCP K80 spot candidate without the published lifetimes (no
+    data folder: the pessimistic scenario) quoted the Monte Carlo's K80 error as its own."""
+    plan = gpucast.plan_train(
+        workload="cifar-resnet20", gpu=["K80"], provider="gcp", deadline="none", max_gpus=8,
+        db=tmp_path / "s.db",
+    )  # fmt: skip
+    spot = [c for c in plan.candidates if c.market == "spot"]
+    lines = [c.validation["spot simulation"] for c in spot if c.nodes >= 2 and c.gpus <= 8]
+    assert lines and all(
+        "validated with the published GCE lifetimes; this run's: the pessimistic scenario" in x
+        for x in lines
+        if x.startswith("K80: median duration")
+    )
+    assert any(x.startswith("K80: median duration") for x in lines)

@@ -1189,6 +1189,7 @@ def simulate_train(
             modelled,
             "+".join(dict.fromkeys(by_gpu.values())),
             lifetimes.few_revocations(named_source=True),
+            lifetimes.not_published(),
         ),
         scenarios=scenarios,
     )
@@ -1218,17 +1219,20 @@ def _validation(
     modelled: bool,
     precision: str,
     few_revocations: str | None = None,
+    not_published: str | None = None,
 ) -> dict[str, str]:
     """Validated errors of the models behind this scenario, in its regime; the Monte Carlo's
-    says where its lifetimes rest on few revocations (``few_revocations``)."""
+    says where its lifetimes rest on few revocations (``few_revocations``) and, where it is
+    validated, that it was on the published lifetimes when this run drew others
+    (``not_published``)."""
     from gpucast.catalog.validation import validation_for
 
     scaling = {"ps-async": "ps-cluster", "ps-sync": "ps-cluster"}.get(request.strategy, "allreduce")
-    monte_carlo = validation_for("spot-training", gpus, precision, workers).text()
+    monte_carlo = validation_for("spot-training", gpus, precision, workers)
+    caveats = [few_revocations, not_published if monte_carlo.validated else None]
     out = {
         f"scaling ({request.strategy})": validation_for(scaling, gpus, precision, workers).text(),
-        "transient Monte Carlo": monte_carlo
-        + ("" if few_revocations is None else f"; {few_revocations}"),
+        "transient Monte Carlo": "; ".join([monte_carlo.text(), *filter(None, caveats)]),
     }
     if modelled:
         out["step time (roofline)"] = validation_for("roofline-step", gpus, precision, 1).text()
