@@ -346,3 +346,18 @@ def test_a_plans_spot_error_says_it_was_validated_on_other_lifetimes(tmp_path: P
         if x.startswith("K80: median duration")
     )
     assert any(x.startswith("K80: median duration") for x in lines)
+
+
+def test_a_log_without_revocations_fits_with_a_region_in_scope(tmp_path: Path) -> None:
+    """QA 39 K #2: a preemption log whose VMs all completed fitted without --region (0
+    revocations per node-day) but with it failed: 'no fitted lifetimes for V100 (fitted:
+    v100); give a hazard (--hazard-per-hour)', a flag fit lifetimes does not have."""
+    rows = ["start,end,reason,region,gpu"] + [
+        f"{i * 600},{i * 600 + 3600 * (1 + i % 5)},completed,us-east-1,V100" for i in range(12)
+    ]
+    (tmp_path / "log.csv").write_text("\n".join(rows) + "\n")
+    kw = dict(trace=str(tmp_path / "log.csv"), provider="aws", gpu="V100", save=False)
+    scoped = gpucast.fit_lifetimes(name="x", region="us-east-1", **kw)  # type: ignore[arg-type]
+    pooled = gpucast.fit_lifetimes(name="y", **kw)  # type: ignore[arg-type]
+    assert scoped.revocations_per_node_day == pooled.revocations_per_node_day == 0.0
+    assert any("0 revocations" in w for w in scoped.warnings)
