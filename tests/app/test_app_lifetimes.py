@@ -179,7 +179,8 @@ def test_replacements_move_and_are_counted(tmp_path: Path) -> None:
     [
         (dict(replace=False, move_region="us-west-2"), "add --replace"),
         (dict(replace=True, move_region="US-EAST-1"), "must differ from --region"),
-        (dict(replace=True, move_region="mars-1"), "unknown region 'mars-1'"),
+        (dict(replace=True, move_region="mars-1"), "^move-region: unknown region 'mars-1'"),
+        (dict(replace=True, move_after_s=300.0), "^move-after: .* no --move-region is given"),
         (dict(replace=True, move_region="us-west-2", move_after_s=float("nan")), "move-after"),
     ],
 )

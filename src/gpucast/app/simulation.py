@@ -365,7 +365,9 @@ class SimulateTrainRequest:
                     got=self.move_region,
                     fix="name another region (gpucast catalog offers --gpu GPU)",
                 )
-        check_move_after(self.move_after_s)
+        check_move_after(
+            self.move_after_s, self.move_region, given=not is_default(self, "move_after_s")
+        )
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")
         if self.strategy not in STRATEGIES:
@@ -1002,6 +1004,13 @@ def simulate_train(
         if request.move_region is None:
             return None
         there, provider = request.move_region, request.provider or ""
+        known = catalog.regions(request.provider)
+        if request.price_table is None and there.lower() not in {r.lower() for r in known}:
+            from gpucast.domain.errors import UnknownRegionError
+
+            raise UnknownRegionError(  # QA 39 K #4: the field is --move-region, not --region
+                there, known, field="move-region", fix="see `gpucast catalog offers` for regions"
+            )
         spot_usd, od_usd = [], []
         for g in groups:
             if request.price_table is not None:
