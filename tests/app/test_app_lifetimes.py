@@ -362,3 +362,20 @@ def test_a_log_without_revocations_fits_with_a_region_in_scope(tmp_path: Path) -
     pooled = gpucast.fit_lifetimes(name="y", **kw)  # type: ignore[arg-type]
     assert scoped.revocations_per_node_day == pooled.revocations_per_node_day == 0.0
     assert any("0 revocations" in w for w in scoped.warnings)
+
+
+def test_a_move_with_a_price_table_bills_its_prices_per_hour(tmp_path: Path) -> None:
+    """QA 39 K #10: with --price-table, a replacement moved to another region was billed its
+    US$/h times 3600 (the table is per hour already): US$ 67,693 for a US$ 28 job."""
+    table = tmp_path / "prices.csv"
+    table.write_text("server,market,usd_per_hour\nV100,spot,0.918\nV100,on-demand,3.06\n")
+    kw = dict(_MOVE, replace=True, price_table=table, runs=100)
+    stay = gpucast.simulate_train(**kw)  # type: ignore[arg-type]
+    moved = gpucast.simulate_train(**kw, move_region="us-west-2", move_after_s=1.0)  # type: ignore[arg-type]
+    assert moved.to_dict()["moves"]["mean"] > 0
+    # the same prices there: the cost per GPU-hour billed is the same either way
+    per_hour = [
+        r.to_dict()["cost_usd"]["median"] / r.to_dict()["gpu_hours"]["median"]
+        for r in (stay, moved)
+    ]
+    assert per_hour[1] == pytest.approx(per_hour[0], rel=0.25)

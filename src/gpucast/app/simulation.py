@@ -1014,8 +1014,8 @@ def simulate_train(
         spot_usd, od_usd = [], []
         for g in groups:
             if request.price_table is not None:
-                spot_usd.append(prices.price(g.gpu, spot=True, region=there) * 3600.0)
-                od_usd.append(prices.price(g.gpu, spot=False, region=there) * 3600.0)
+                spot_usd.append(prices.price(g.gpu, spot=True, region=there))  # US$/h
+                od_usd.append(prices.price(g.gpu, spot=False, region=there))
                 continue
             offer = tinputs.gpu_offer(
                 catalog, g.gpu, there, request.provider, gpus_per_node=gpn,
