@@ -379,3 +379,17 @@ def test_a_move_with_a_price_table_bills_its_prices_per_hour(tmp_path: Path) -> 
         for r in (stay, moved)
     ]
     assert per_hour[1] == pytest.approx(per_hour[0], rel=0.25)
+
+
+def test_spot_priced_above_on_demand_is_said(tmp_path: Path) -> None:
+    """QA 39 K #5: a price table with the markets swapped (spot 5x on demand) was taken
+    without a word; the spot runs cost 5x the on-demand ones."""
+    table = tmp_path / "prices.csv"
+    table.write_text("server,market,usd_per_hour\nV100,spot,5.0\nV100,on-demand,1.0\n")
+    kw = dict(_MOVE, price_table=table, runs=20, hazard_per_hour=0.01)
+    swapped = gpucast.simulate_train(**kw)  # type: ignore[arg-type]
+    (note,) = [n for n in swapped.notes if "spot is priced above on demand" in n]
+    assert "V100 in us-east-1 US$ 5/h vs 1/h" in note
+    table.write_text("server,market,usd_per_hour\nV100,spot,1.0\nV100,on-demand,5.0\n")
+    fine = gpucast.simulate_train(**kw)  # type: ignore[arg-type]
+    assert not any("priced above" in n for n in fine.notes)

@@ -866,6 +866,8 @@ def simulate_train(
         target_notes = (*target_notes, *(() if eval_note is None else (eval_note,)))
     if offers is not None:
         notes.append(f"prices: the built-in catalog plus the offers of {offers}")
+    if (dear := tinputs.spot_above_on_demand(prices, groups)) is not None:
+        notes.append(dear)
     if request.checkpoint_s is None:
         ckpt = spot_inputs.checkpoint_cost(work.checkpoint_bytes, root)
         ckpt_s, ckpt_src = ckpt.value, ckpt.source
