@@ -393,3 +393,11 @@ def test_spot_priced_above_on_demand_is_said(tmp_path: Path) -> None:
     table.write_text("server,market,usd_per_hour\nV100,spot,1.0\nV100,on-demand,5.0\n")
     fine = gpucast.simulate_train(**kw)  # type: ignore[arg-type]
     assert not any("priced above" in n for n in fine.notes)
+
+
+def test_fallback_after_on_demand_is_a_one_line_error() -> None:
+    """QA 39 K #3: simulate train runs on demand by default, where --fallback-after did nothing
+    without a word."""
+    kw = {**_MOVE, "spot": False}
+    with pytest.raises(InvalidInputError, match=r"^fallback-after: .* on demand .* add --spot"):
+        gpucast.simulate_train(**kw, fallback_after_s=300.0)  # type: ignore[arg-type]

@@ -343,6 +343,13 @@ class SimulateTrainRequest:
         check_train_precision(self.precision)
         check_software(self.software, self.precision)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
+        if self.fallback_after_s is not None and not self.spot:  # QA 39 K #3: did nothing
+            raise InvalidSpecError(
+                "fallback-after",
+                "launches a spot replacement on demand, and this job runs on demand",
+                got=f"{self.fallback_after_s / 60:g} min",
+                fix="add --spot, or drop --fallback-after",
+            )
         if self.move_region is not None:
             if on_cluster or not self.spot:
                 raise InvalidSpecError(
