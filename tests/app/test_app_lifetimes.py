@@ -401,3 +401,18 @@ def test_fallback_after_on_demand_is_a_one_line_error() -> None:
     kw = {**_MOVE, "spot": False}
     with pytest.raises(InvalidInputError, match=r"^fallback-after: .* on demand .* add --spot"):
         gpucast.simulate_train(**kw, fallback_after_s=300.0)  # type: ignore[arg-type]
+
+
+def test_a_named_model_that_covers_no_node_is_said(tmp_path: Path, shared_data: Path) -> None:
+    """QA 39 K #11: --lifetimes for AWS V100 on a GCP K80 job (the published lifetimes cover
+    it) was dropped without a word; a model that covers the job is used and not flagged."""
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(trace="0.1", name="aws", provider="aws", gpu="V100", db=db)
+    gpucast.fit_lifetimes(trace="0.1", name="gcp", provider="gcp", gpu="K80", db=db)
+    kw = dict(gpu="K80", workers=2, ps=1, region="us-east1", workload="cifar-resnet15",
+              steps=2000, runs=20, spot=True, data_dir=shared_data, db=db)  # fmt: skip
+    elsewhere = gpucast.simulate_train(**kw, lifetimes="aws")  # type: ignore[arg-type]
+    (note,) = [n for n in elsewhere.notes if "covers none of this job's spot nodes" in n]
+    assert note.startswith("--lifetimes 'aws' (aws V100) covers none")
+    here = gpucast.simulate_train(**kw, lifetimes="gcp")  # type: ignore[arg-type]
+    assert not any("covers none" in n for n in here.notes)

@@ -1130,6 +1130,12 @@ def simulate_train(
             f"{request.spot_scenario} scenario; the {other} one is beside it ('scenarios' in "
             f"--json) ({named})"
         )
+    elif request.lifetimes is not None and request.spot and "named" not in lifetimes.kinds_used():
+        notes.append(  # QA 39 K #11: the published fit replaced it without a word
+            f"--lifetimes {lifetimes.named_scope(request.lifetimes)} covers none of this job's "
+            "spot nodes, so it is not used (the lifetime lines say what each node drew); fit "
+            "this job's data with gpucast fit lifetimes --provider P --gpu G"
+        )
     gpus = sorted({catalog.gpu(g.gpu).name for g in groups})
     nodes = sum(g.count for g in groups)
     modelled = any(t.lower_ratio < 1.0 or t.upper_ratio > 1.0 for t in single.values())
