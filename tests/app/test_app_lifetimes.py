@@ -179,7 +179,8 @@ def test_replacements_move_and_are_counted(tmp_path: Path) -> None:
     [
         (dict(replace=False, move_region="us-west-2"), "add --replace"),
         (dict(replace=True, move_region="US-EAST-1"), "must differ from --region"),
-        (dict(replace=True, move_region="mars-1"), "unknown region 'mars-1'"),
+        (dict(replace=True, move_region="mars-1"), "^move-region: unknown region 'mars-1'"),
+        (dict(replace=True, move_after_s=300.0), "^move-after: .* no --move-region is given"),
         (dict(replace=True, move_region="us-west-2", move_after_s=float("nan")), "move-after"),
     ],
 )
@@ -301,3 +302,117 @@ def test_lifetimes_on_few_revocations_are_said_by_simulate_and_plan_train(
     )  # fmt: skip
     said = next(a for a in plan.assumptions if a.name == "spot lifetimes").source
     assert "fewer than 20 observed revocations: pooled: V100 all regions (5)" in said
+
+
+@pytest.mark.parametrize(
+    ("extra", "used"),
+    [
+        ({}, "the pessimistic scenario"),  # no --data-dir: no published lifetimes
+        ({"hazard_per_hour": 2.0, "with_data": True}, "a user-given hazard"),
+    ],
+)
+def test_the_monte_carlo_error_says_it_was_validated_on_other_lifetimes(
+    tmp_path: Path, shared_data: Path, extra: dict[str, object], used: str
+) -> None:
+    """QA 39 K #1: the transient Monte Carlo's K80 error was measured with the published GCE
+    lifetimes; a run on a scenario or on a given hazard quoted it as its own without a word."""
+    kw = dict(extra)
+    data = {"data_dir": shared_data} if kw.pop("with_data", False) else {}
+    sim = gpucast.simulate_train(
+        gpu="K80", workers=4, ps=1, region="us-east1", workload="cifar-resnet15", steps=2000,
+        runs=20, spot=True, db=tmp_path / "s.db", **data, **kw,  # type: ignore[arg-type]
+    )  # fmt: skip
+    line = sim.validation["transient Monte Carlo"]  # type: ignore[attr-defined]
+    assert line.startswith("K80: median duration")
+    assert f"validated with the published GCE lifetimes; this run's: {used}" in line
+    published = gpucast.simulate_train(
+        gpu="K80", workers=4, ps=1, region="us-east1", workload="cifar-resnet15", steps=2000,
+        runs=20, spot=True, db=tmp_path / "s.db", data_dir=shared_data,
+    )  # fmt: skip
+    assert "this run's" not in published.validation["transient Monte Carlo"]  # type: ignore[attr-defined]
+
+
+def test_a_plans_spot_error_says_it_was_validated_on_other_lifetimes(tmp_path: Path) -> None:
+    """QA 39 K #1, plan train: a GCP K80 spot candidate without the published lifetimes (no
+    data folder: the pessimistic scenario) quoted the Monte Carlo's K80 error as its own."""
+    plan = gpucast.plan_train(
+        workload="cifar-resnet20", gpu=["K80"], provider="gcp", deadline="none", max_gpus=8,
+        db=tmp_path / "s.db",
+    )  # fmt: skip
+    spot = [c for c in plan.candidates if c.market == "spot"]
+    lines = [c.validation["spot simulation"] for c in spot if c.nodes >= 2 and c.gpus <= 8]
+    assert lines and all(
+        "validated with the published GCE lifetimes; this run's: the pessimistic scenario" in x
+        for x in lines
+        if x.startswith("K80: median duration")
+    )
+    assert any(x.startswith("K80: median duration") for x in lines)
+
+
+def test_a_log_without_revocations_fits_with_a_region_in_scope(tmp_path: Path) -> None:
+    """QA 39 K #2: a preemption log whose VMs all completed fitted without --region (0
+    revocations per node-day) but with it failed: 'no fitted lifetimes for V100 (fitted:
+    v100); give a hazard (--hazard-per-hour)', a flag fit lifetimes does not have."""
+    rows = ["start,end,reason,region,gpu"] + [
+        f"{i * 600},{i * 600 + 3600 * (1 + i % 5)},completed,us-east-1,V100" for i in range(12)
+    ]
+    (tmp_path / "log.csv").write_text("\n".join(rows) + "\n")
+    kw = dict(trace=str(tmp_path / "log.csv"), provider="aws", gpu="V100", save=False)
+    scoped = gpucast.fit_lifetimes(name="x", region="us-east-1", **kw)  # type: ignore[arg-type]
+    pooled = gpucast.fit_lifetimes(name="y", **kw)  # type: ignore[arg-type]
+    assert scoped.revocations_per_node_day == pooled.revocations_per_node_day == 0.0
+    assert any("0 revocations" in w for w in scoped.warnings)
+
+
+def test_a_move_with_a_price_table_bills_its_prices_per_hour(tmp_path: Path) -> None:
+    """QA 39 K #10: with --price-table, a replacement moved to another region was billed its
+    US$/h times 3600 (the table is per hour already): US$ 67,693 for a US$ 28 job."""
+    table = tmp_path / "prices.csv"
+    table.write_text("server,market,usd_per_hour\nV100,spot,0.918\nV100,on-demand,3.06\n")
+    kw = dict(_MOVE, replace=True, price_table=table, runs=100)
+    stay = gpucast.simulate_train(**kw)  # type: ignore[arg-type]
+    moved = gpucast.simulate_train(**kw, move_region="us-west-2", move_after_s=1.0)  # type: ignore[arg-type]
+    assert moved.to_dict()["moves"]["mean"] > 0
+    # the same prices there: the cost per GPU-hour billed is the same either way
+    per_hour = [
+        r.to_dict()["cost_usd"]["median"] / r.to_dict()["gpu_hours"]["median"]
+        for r in (stay, moved)
+    ]
+    assert per_hour[1] == pytest.approx(per_hour[0], rel=0.25)
+
+
+def test_spot_priced_above_on_demand_is_said(tmp_path: Path) -> None:
+    """QA 39 K #5: a price table with the markets swapped (spot 5x on demand) was taken
+    without a word; the spot runs cost 5x the on-demand ones."""
+    table = tmp_path / "prices.csv"
+    table.write_text("server,market,usd_per_hour\nV100,spot,5.0\nV100,on-demand,1.0\n")
+    kw = dict(_MOVE, price_table=table, runs=20, hazard_per_hour=0.01)
+    swapped = gpucast.simulate_train(**kw)  # type: ignore[arg-type]
+    (note,) = [n for n in swapped.notes if "spot is priced above on demand" in n]
+    assert "V100 in us-east-1 US$ 5/h vs 1/h" in note
+    table.write_text("server,market,usd_per_hour\nV100,spot,1.0\nV100,on-demand,5.0\n")
+    fine = gpucast.simulate_train(**kw)  # type: ignore[arg-type]
+    assert not any("priced above" in n for n in fine.notes)
+
+
+def test_fallback_after_on_demand_is_a_one_line_error() -> None:
+    """QA 39 K #3: simulate train runs on demand by default, where --fallback-after did nothing
+    without a word."""
+    kw = {**_MOVE, "spot": False}
+    with pytest.raises(InvalidInputError, match=r"^fallback-after: .* on demand .* add --spot"):
+        gpucast.simulate_train(**kw, fallback_after_s=300.0)  # type: ignore[arg-type]
+
+
+def test_a_named_model_that_covers_no_node_is_said(tmp_path: Path, shared_data: Path) -> None:
+    """QA 39 K #11: --lifetimes for AWS V100 on a GCP K80 job (the published lifetimes cover
+    it) was dropped without a word; a model that covers the job is used and not flagged."""
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(trace="0.1", name="aws", provider="aws", gpu="V100", db=db)
+    gpucast.fit_lifetimes(trace="0.1", name="gcp", provider="gcp", gpu="K80", db=db)
+    kw = dict(gpu="K80", workers=2, ps=1, region="us-east1", workload="cifar-resnet15",
+              steps=2000, runs=20, spot=True, data_dir=shared_data, db=db)  # fmt: skip
+    elsewhere = gpucast.simulate_train(**kw, lifetimes="aws")  # type: ignore[arg-type]
+    (note,) = [n for n in elsewhere.notes if "covers none of this job's spot nodes" in n]
+    assert note.startswith("--lifetimes 'aws' (aws V100) covers none")
+    here = gpucast.simulate_train(**kw, lifetimes="gcp")  # type: ignore[arg-type]
+    assert not any("covers none" in n for n in here.notes)

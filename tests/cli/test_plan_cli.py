@@ -640,3 +640,19 @@ def test_the_plan_tables_time_header_keeps_its_interval() -> None:
     result = runner.invoke(cli, ["plan", "train", *SMALL], terminal_width=250)
     assert result.exit_code == 0, result.output
     assert "time [interval]" in result.output
+
+
+def test_a_recommended_spot_plan_says_its_checkpoint_interval() -> None:
+    """QA 39 K #7: the terminal said 'interval by Young's formula' but not the interval of
+    the recommended spot plan (only the JSON candidate's notes held it)."""
+    args = ["plan", "train", *SMALL, "--provider", "aws", "--gpu", "T4", "--region",
+            "us-east-1", "--deadline", "none", "--runs", "100", "--max-simulated", "3"]  # fmt: skip
+    code, out = invoke(*args, "--json")
+    assert code == 0, out
+    plan = json.loads(out)
+    best = plan["candidates"][plan["recommended"]]
+    assert best["market"] == "spot"
+    (said,) = [n for n in best["notes"] if "checkpoint every" in n]
+    code, out = invoke(*args)
+    assert code == 0, out
+    assert " ".join(said.split()[:8]) in " ".join(out.split())

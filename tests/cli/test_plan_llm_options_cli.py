@@ -159,3 +159,11 @@ def test_an_absurd_token_count_is_refused_not_planned() -> None:
         "error: tokens: must be at most 1e+18 (~70,000x Llama 3's 15T) (got 1e+30); "
         "e.g. --tokens 2e11"
     )
+
+
+def test_move_after_without_move_region_is_exit_2() -> None:
+    """QA 39 K #3: --move-after alone did nothing, without a word (as in plan train)."""
+    result = runner.invoke(cli, [*SMALL, "--move-after", "5m"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: move-after:")
+    assert "add --move-region" in result.output

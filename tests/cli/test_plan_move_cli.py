@@ -44,3 +44,11 @@ def test_an_unknown_region_or_a_negative_wait_is_one_line_and_exit_2() -> None:
     assert "move-region" in res.output and "catalog offers" in res.output
     res = runner.invoke(cli, [*ARGS, "--move-region", "auto", "--move-after", "-5m"])
     assert res.exit_code == 2 and "move-after" in res.output
+
+
+def test_move_after_without_move_region_is_exit_2() -> None:
+    """QA 39 K #3: --move-after alone did nothing, without a word."""
+    res = runner.invoke(cli, [*ARGS, "--move-after", "5m"])
+    assert res.exit_code == 2, res.output
+    (line,) = res.output.strip().splitlines()
+    assert line.startswith("error: move-after:") and "add --move-region" in line

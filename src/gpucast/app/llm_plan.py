@@ -50,7 +50,7 @@ from gpucast.app.llm import (
 from gpucast.domain.catalog import exclude_gpus_option, offers_option, regions_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
-from gpucast.domain.options import lower_text, option
+from gpucast.domain.options import is_default, lower_text, option
 from gpucast.domain.parallel import (
     PIPELINE_MAX_ZERO,
     PIPELINE_ZERO_NOTE,
@@ -67,6 +67,7 @@ from gpucast.domain.parallel import (
 from gpucast.domain.plan import check_pue, pue_option
 from gpucast.domain.spot import (
     check_hazard,
+    check_move_after,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -198,6 +199,9 @@ class PlanLlmTrainRequest:
 
         check_seed(self.seed)
         check_hazard(self.hazard_per_hour, self.lifetimes)
+        check_move_after(
+            self.move_after_s, self.move_region, given=not is_default(self, "move_after_s")
+        )
         if check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         ) and (

@@ -393,7 +393,7 @@ def plan_train(
     with worker_failures():
         plan = plan_training(request, ctx, executor=worker_pool(jobs), workers=jobs)
     candidates = tuple(
-        _with_validation(c, c.precision or request.precision) for c in plan.candidates
+        _with_validation(c, c.precision or request.precision, lifetimes) for c in plan.candidates
     )
     best = None if plan.recommended is None else candidates[plan.recommended]
     best_precision = request.precision if best is None else best.precision or request.precision
@@ -769,7 +769,9 @@ def _regime(c: PlanCandidate) -> tuple[list[str], int]:
     return gpus, c.gpus
 
 
-def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
+def _validations(
+    c: PlanCandidate, precision: str, lifetimes: Lifetimes | None = None
+) -> dict[str, str]:
     from gpucast.catalog.validation import validation_for
 
     gpus, n = _regime(c)
@@ -782,7 +784,11 @@ def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
     }
     if c.market == "spot":
         # in GPUs, as simulate train and the scaling line count them (an 8-GPU node: 8)
-        out["spot simulation"] = validation_for("spot-training", gpus, precision, n).text()
+        spot = validation_for("spot-training", gpus, precision, n)
+        other = None
+        if spot.validated and lifetimes is not None:  # validated on the published lifetimes
+            other = lifetimes.not_published([lifetimes.kind(g, c.region, c.provider) for g in gpus])
+        out["spot simulation"] = "; ".join(filter(None, [spot.text(), other]))
     if c.energy_kwh is not None:
         # the board power behind kWh and kg CO2e, per GPU as predict energy states it
         out["power model (energy)"] = validation_for("power-model", gpus, precision, 1).text()
@@ -792,8 +798,10 @@ def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
     return out
 
 
-def _with_validation(c: PlanCandidate, precision: str) -> PlanCandidate:
-    return dataclasses.replace(c, validation=_validations(c, precision))
+def _with_validation(
+    c: PlanCandidate, precision: str, lifetimes: Lifetimes | None = None
+) -> PlanCandidate:
+    return dataclasses.replace(c, validation=_validations(c, precision, lifetimes))
 
 
 def _models(

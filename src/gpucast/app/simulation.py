@@ -343,6 +343,13 @@ class SimulateTrainRequest:
         check_train_precision(self.precision)
         check_software(self.software, self.precision)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
+        if self.fallback_after_s is not None and not self.spot:  # QA 39 K #3: did nothing
+            raise InvalidSpecError(
+                "fallback-after",
+                "launches a spot replacement on demand, and this job runs on demand",
+                got=f"{self.fallback_after_s / 60:g} min",
+                fix="add --spot, or drop --fallback-after",
+            )
         if self.move_region is not None:
             if on_cluster or not self.spot:
                 raise InvalidSpecError(
@@ -365,7 +372,9 @@ class SimulateTrainRequest:
                     got=self.move_region,
                     fix="name another region (gpucast catalog offers --gpu GPU)",
                 )
-        check_move_after(self.move_after_s)
+        check_move_after(
+            self.move_after_s, self.move_region, given=not is_default(self, "move_after_s")
+        )
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")
         if self.strategy not in STRATEGIES:
@@ -864,6 +873,8 @@ def simulate_train(
         target_notes = (*target_notes, *(() if eval_note is None else (eval_note,)))
     if offers is not None:
         notes.append(f"prices: the built-in catalog plus the offers of {offers}")
+    if (dear := tinputs.spot_above_on_demand(prices, groups)) is not None:
+        notes.append(dear)
     if request.checkpoint_s is None:
         ckpt = spot_inputs.checkpoint_cost(work.checkpoint_bytes, root)
         ckpt_s, ckpt_src = ckpt.value, ckpt.source
@@ -1002,11 +1013,18 @@ def simulate_train(
         if request.move_region is None:
             return None
         there, provider = request.move_region, request.provider or ""
+        known = catalog.regions(request.provider)
+        if request.price_table is None and there.lower() not in {r.lower() for r in known}:
+            from gpucast.domain.errors import UnknownRegionError
+
+            raise UnknownRegionError(  # QA 39 K #4: the field is --move-region, not --region
+                there, known, field="move-region", fix="see `gpucast catalog offers` for regions"
+            )
         spot_usd, od_usd = [], []
         for g in groups:
             if request.price_table is not None:
-                spot_usd.append(prices.price(g.gpu, spot=True, region=there) * 3600.0)
-                od_usd.append(prices.price(g.gpu, spot=False, region=there) * 3600.0)
+                spot_usd.append(prices.price(g.gpu, spot=True, region=there))  # US$/h
+                od_usd.append(prices.price(g.gpu, spot=False, region=there))
                 continue
             offer = tinputs.gpu_offer(
                 catalog, g.gpu, there, request.provider, gpus_per_node=gpn,
@@ -1112,6 +1130,12 @@ def simulate_train(
             f"{request.spot_scenario} scenario; the {other} one is beside it ('scenarios' in "
             f"--json) ({named})"
         )
+    elif request.lifetimes is not None and request.spot and "named" not in lifetimes.kinds_used():
+        notes.append(  # QA 39 K #11: the published fit replaced it without a word
+            f"--lifetimes {lifetimes.named_scope(request.lifetimes)} covers none of this job's "
+            "spot nodes, so it is not used (the lifetime lines say what each node drew); fit "
+            "this job's data with gpucast fit lifetimes --provider P --gpu G"
+        )
     gpus = sorted({catalog.gpu(g.gpu).name for g in groups})
     nodes = sum(g.count for g in groups)
     modelled = any(t.lower_ratio < 1.0 or t.upper_ratio > 1.0 for t in single.values())
@@ -1189,6 +1213,7 @@ def simulate_train(
             modelled,
             "+".join(dict.fromkeys(by_gpu.values())),
             lifetimes.few_revocations(named_source=True),
+            lifetimes.not_published(),
         ),
         scenarios=scenarios,
     )
@@ -1218,17 +1243,20 @@ def _validation(
     modelled: bool,
     precision: str,
     few_revocations: str | None = None,
+    not_published: str | None = None,
 ) -> dict[str, str]:
     """Validated errors of the models behind this scenario, in its regime; the Monte Carlo's
-    says where its lifetimes rest on few revocations (``few_revocations``)."""
+    says where its lifetimes rest on few revocations (``few_revocations``) and, where it is
+    validated, that it was on the published lifetimes when this run drew others
+    (``not_published``)."""
     from gpucast.catalog.validation import validation_for
 
     scaling = {"ps-async": "ps-cluster", "ps-sync": "ps-cluster"}.get(request.strategy, "allreduce")
-    monte_carlo = validation_for("spot-training", gpus, precision, workers).text()
+    monte_carlo = validation_for("spot-training", gpus, precision, workers)
+    caveats = [few_revocations, not_published if monte_carlo.validated else None]
     out = {
         f"scaling ({request.strategy})": validation_for(scaling, gpus, precision, workers).text(),
-        "transient Monte Carlo": monte_carlo
-        + ("" if few_revocations is None else f"; {few_revocations}"),
+        "transient Monte Carlo": "; ".join([monte_carlo.text(), *filter(None, caveats)]),
     }
     if modelled:
         out["step time (roofline)"] = validation_for("roofline-step", gpus, precision, 1).text()

@@ -345,7 +345,9 @@ class TrainRequest:
             raise InvalidSpecError(
                 "move-region", "must be 'auto' or a region", fix="e.g. --move-region auto"
             )
-        check_move_after(self.move_after_s)
+        check_move_after(
+            self.move_after_s, self.move_region, given=not is_default(self, "move_after_s")
+        )
         _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")
         _positive_int("reference_batch", self.reference_batch, fix="e.g. --reference-batch 256")

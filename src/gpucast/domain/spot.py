@@ -206,11 +206,21 @@ def move_after_option() -> Any:
     )
 
 
-def check_move_after(move_after_s: float) -> None:
-    """``--move-after``: a finite wait >= 0."""
+def check_move_after(
+    move_after_s: float, move_region: str | None = None, *, given: bool = False
+) -> None:
+    """``--move-after``: a finite wait >= 0; ``given`` (not its default) only beside
+    ``--move-region`` (alone it did nothing without a word, QA 39 K #3)."""
     if not (math.isfinite(move_after_s) and move_after_s >= 0):
         raise InvalidSpecError(
             "move-after", "must be a wait >= 0", got=move_after_s, fix="e.g. --move-after 10m"
+        )
+    if given and move_region is None:
+        raise InvalidSpecError(
+            "move-after",
+            "is how long a replacement waits before it moves region, and no --move-region is given",
+            got=f"{move_after_s / 60:g} min",
+            fix="add --move-region REGION, or drop --move-after",
         )
 
 

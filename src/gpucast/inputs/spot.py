@@ -165,6 +165,26 @@ class Lifetimes:
         note = few_revocations_note(self.drawn.values())
         return f"{note} ({self.fitted_on})" if note and named_source else note
 
+    def not_published(self, kinds: Sequence[str] | None = None) -> str | None:
+        """Where the lifetimes drawn (or ``kinds``, from :meth:`kind`) are not the published
+        GCE fit the spot-training validation ran on (``validation.csv``: lifetimes from
+        ``transient/lifetime``), what they are instead; ``None``: the published fit only."""
+        drawn = [kind for kind, _ in self.used.values()] if kinds is None else list(kinds)
+        words = {
+            "given": "a user-given hazard",
+            "named": "a named model (--lifetimes)",
+            "scenario": f"the {self.scenario} scenario",
+        }
+        other = list(dict.fromkeys(words[k] for k in drawn if k in words))
+        if not other:
+            return None
+        return f"validated with the published GCE lifetimes; this run's: {', '.join(other)}"
+
+    def kind(self, gpu: str, region: str, provider: str = "") -> str:
+        """What a node's lifetimes rest on (``given``, ``named``, ``fitted``, ``scenario``),
+        without recording it in ``used``."""
+        return self._choose(gpu, region, provider or self.provider_of(region))[1]
+
     def capacity_gap(self, gpu: str, region: str, provider: str = "") -> Delay:
         """How long a spot replacement waits for capacity: the gaps of the named model's
         trace where it applies, the pessimistic scenario's gap where that applies, else 0."""
@@ -183,7 +203,7 @@ class Lifetimes:
         return f"{name!r} ({' '.join(parts) or 'every node'})"
 
     def rests_on_scenario(self, gpu: str, region: str, provider: str = "") -> bool:
-        return self._choose(gpu, region, provider or self.provider_of(region))[1] == "scenario"
+        return self.kind(gpu, region, provider) == "scenario"
 
     def with_scenario(self, scenario: str) -> Lifetimes:
         """The same rule with the other documented scenario where no data applies."""

@@ -240,6 +240,24 @@ def check_prices(
         prices.price(CPU_PS, spot=False, region=ps_region)
 
 
+def spot_above_on_demand(prices: PriceTable, groups: Sequence[WorkerGroup]) -> str | None:
+    """A note where a spot group is priced above on demand (a --price-table with the markets
+    swapped would otherwise go unnoticed, QA 39 K #5); ``None``: spot is the cheaper."""
+    dear = []
+    for g in groups:
+        if g.spot:
+            spot = prices.price(g.gpu, spot=True, region=g.region)
+            on_demand = prices.price(g.gpu, spot=False, region=g.region)
+            if spot > on_demand:
+                dear.append(f"{g.gpu} in {g.region} US$ {spot:.4g}/h vs {on_demand:.4g}/h")
+    if not dear:
+        return None
+    return (
+        f"spot is priced above on demand here ({'; '.join(dear)}): the spot runs cost more "
+        "per hour than the on-demand ones; check the prices (--price-table: market column)"
+    )
+
+
 # ---------------------------------------------------------------------------- speed
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepTime:

@@ -444,7 +444,9 @@ class RevocationModel(Estimator):
         """The lifetime distribution used for ``gpu`` in ``region``, with its ``source``.
 
         Order: the region's own fit when it saw >= ``min_events`` revocations; else the GPU's
-        pooled fit over all regions; else ``fallback`` (e.g. a hazard band); else an error.
+        pooled fit over all regions when it saw a revocation (or no ``fallback`` is given: a
+        log without revocations fits none); else ``fallback`` (e.g. a hazard band); else an
+        error (the GPU is not in the data).
         ``region=None`` asks for the pooled fit itself (no region in the scope).
         """
         self._require_fitted()
@@ -458,7 +460,8 @@ class RevocationModel(Estimator):
         own = self._groups.get(self._key(gpu, region))
         if own is not None and own["events"] >= self.min_events:
             return self._build(own, f"fitted: {_group_label(gpu, region)}", "")
-        if pooled is not None and pooled["events"] >= 1:
+        if pooled is not None and (pooled["events"] >= 1 or fallback is None):
+            # (no fallback: the data is all there is, even with no revocation in it)
             why = (
                 f"; {region} alone has {own['events']} of n={own['n']}, < {self.min_events}"
                 if own is not None

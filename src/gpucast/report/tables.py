@@ -237,6 +237,8 @@ def print_plan(
                 f"{_usd(best.cost_usd)}, bound by {best.bottleneck}{extra}",
             )
         )
+        for note in best.notes:  # the spot plan's checkpoint interval (QA 39 K #7), batches
+            console.print(Text(f"  {note}", style="dim"))
         if best.energy_kwh is not None:
             co2 = "" if best.co2e_kg is None else f", {_amount(best.co2e_kg)} kg CO2e"
             draw = "" if best.gpu_power_w is None else f" averaging {best.gpu_power_w:.0f} W"
