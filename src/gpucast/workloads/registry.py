@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpucast.domain.errors import UnknownWorkloadError
-from gpucast.domain.workload import WorkloadOptions, configured_name
+from gpucast.domain.errors import GpucastError, UnknownWorkloadError
+from gpucast.domain.workload import WorkloadOptions, configured_name, option_text
 from gpucast.workloads import detection, diffusion, language, other, speech, vision
 from gpucast.workloads.base import Workload
 from gpucast.workloads.user import is_user_spec, load_user_workload
@@ -79,6 +79,22 @@ def canonical_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
         if get_workload(name, **rest).options == resolved:
             given = rest
     return tuple((key, resolved[key]) for key in sorted(given))
+
+
+def option_example(name: str) -> tuple[str, tuple[str, ...]] | None:
+    """One option built-in workload ``name`` declares, at its built-in value as typed after
+    ``-o`` (``seq_len=128``; a one-value option first), and the names of all it declares;
+    ``None`` for a user model, an unknown name or a workload that declares none."""
+    if is_user_spec(name):
+        return None
+    try:
+        options = get_workload(name).options
+    except GpucastError:
+        return None
+    if not options:
+        return None
+    key = next((k for k, v in options.items() if not isinstance(v, tuple)), next(iter(options)))
+    return option_text(key, options[key]), tuple(sorted(options))
 
 
 def configuration_name(name: str, options: WorkloadOptions) -> str:
