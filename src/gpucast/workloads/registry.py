@@ -10,7 +10,7 @@ from gpucast.domain.errors import GpucastError, UnknownWorkloadError
 from gpucast.domain.workload import WorkloadOptions, configured_name, option_text
 from gpucast.workloads import detection, diffusion, language, other, speech, vision
 from gpucast.workloads.base import Workload
-from gpucast.workloads.user import is_user_spec, load_user_workload
+from gpucast.workloads.user import is_user_spec, load_user_workload, typed_user_options
 
 _CIFAR_RESNET = re.compile(r"^cifar-resnet(\d+)$")
 
@@ -69,9 +69,17 @@ def canonical_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
     ``seq_len=1000``, and ``shufflenetv2`` with ``image_size=224,stem=imagenet`` is
     ``image_size=224`` (the stem that size takes anyway). An option is dropped when leaving it
     out builds the same configuration (:attr:`Workload.options`); a user model's options are
-    kept as given (its factory's defaults are its own). Raises as :func:`get_workload` does."""
-    if not options or is_user_spec(name):
+    all kept (its factory's defaults are its own), each as its factory's parameter takes it
+    (:func:`~gpucast.workloads.user.typed_user_options`: ``width=1e2`` is ``width=100`` for
+    ``width: int``; as given where the factory cannot be loaded: the load that follows says
+    why). Raises as :func:`get_workload` does."""
+    if not options:
         return tuple(options)
+    if is_user_spec(name):
+        try:
+            return typed_user_options(name, options)
+        except GpucastError:
+            return tuple(options)
     given = dict(options)
     resolved = get_workload(name, **given).options
     for key in sorted(given):
