@@ -9,8 +9,9 @@ The Python API is one function per CLI verb (:mod:`gpucast.app`), re-exported he
                                  workload="cifar-resnet32", steps=64000)
 
 Requests, results and errors are typed; a bad option raises one
-:class:`gpucast.domain.errors.InvalidInputError` naming the field, the constraint and a fix
-(the same line the CLI prints). Everything loads lazily, so ``import gpucast`` is cheap.
+:class:`gpucast.InvalidInputError` naming the field, the constraint and a fix (the same line
+the CLI prints); a run that fails raises :class:`gpucast.GpucastError`, the base of both.
+Everything loads lazily, so ``import gpucast`` is cheap.
 """
 
 from __future__ import annotations
@@ -77,6 +78,24 @@ if TYPE_CHECKING:  # each verb's own signature for mypy and IDEs (QA 38 A #4); l
     from gpucast.app import write_plan_report as write_plan_report
     from gpucast.app import write_report as write_report
     from gpucast.app import write_serve_plan_report as write_serve_plan_report
+    from gpucast.domain.errors import DataFormatError as DataFormatError
+    from gpucast.domain.errors import GpucastError as GpucastError
+    from gpucast.domain.errors import InvalidInputError as InvalidInputError
+    from gpucast.domain.errors import InvalidSpecError as InvalidSpecError
+    from gpucast.domain.errors import NoFeasiblePlanError as NoFeasiblePlanError
+    from gpucast.domain.jsonable import json_text as json_text
+
+#: What the README's Python API has a caller catch or call besides the verbs (name ->
+#: module): the error family's base and bad-input classes, and the JSON ``--json`` prints.
+#: Loaded on first use, as the verbs are.
+NAMES: dict[str, str] = {
+    "DataFormatError": "gpucast.domain.errors",
+    "GpucastError": "gpucast.domain.errors",
+    "InvalidInputError": "gpucast.domain.errors",
+    "InvalidSpecError": "gpucast.domain.errors",
+    "NoFeasiblePlanError": "gpucast.domain.errors",
+    "json_text": "gpucast.domain.jsonable",
+}
 
 _SUBPACKAGES = frozenset(
     {
@@ -99,6 +118,8 @@ _SUBPACKAGES = frozenset(
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
         return importlib.import_module(f"gpucast.{name}")
+    if name in NAMES:
+        return getattr(importlib.import_module(NAMES[name]), name)
     app = importlib.import_module("gpucast.app")
     if name in app.VERBS:
         return getattr(app, name)
@@ -107,7 +128,15 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     app = importlib.import_module("gpucast.app")
-    return sorted([*globals(), *_SUBPACKAGES, *app.VERBS])
+    return sorted([*globals(), *_SUBPACKAGES, *app.VERBS, *NAMES])
 
 
-__all__ = ["__version__"]
+__all__ = [
+    "DataFormatError",
+    "GpucastError",
+    "InvalidInputError",
+    "InvalidSpecError",
+    "NoFeasiblePlanError",
+    "__version__",
+    "json_text",
+]

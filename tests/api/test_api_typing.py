@@ -35,8 +35,26 @@ def test_gpucast_app_re_exports_every_verb_from_its_module_for_type_checkers() -
 
 
 def test_gpucast_re_exports_every_verb_for_type_checkers() -> None:
-    expected = dict.fromkeys(VERBS, "gpucast.app")
+    expected = {**dict.fromkeys(VERBS, "gpucast.app"), **gpucast.NAMES}
     assert _type_checking_imports(SRC / "__init__.py") == expected
+
+
+def test_the_errors_a_caller_catches_are_top_level_names_loaded_on_first_use() -> None:
+    """The README's Python API has a caller catch InvalidInputError; ``gpucast.__all__`` held
+    only ``__version__``, so it came from ``gpucast.domain.errors``."""
+    from gpucast.domain import errors
+
+    assert gpucast.InvalidInputError is errors.InvalidInputError
+    assert issubclass(gpucast.InvalidInputError, gpucast.GpucastError)
+    assert {"GpucastError", "InvalidInputError", "json_text"} <= set(gpucast.__all__)
+    assert set(gpucast.__all__) == {"__version__", *gpucast.NAMES}
+    assert all(getattr(gpucast, name) is not None for name in gpucast.__all__)
+    assert set(gpucast.NAMES) <= set(dir(gpucast))
+    code = (  # nothing more is imported for them: ``import gpucast`` stays two modules
+        "import sys, gpucast; print(sorted(m for m in sys.modules if m.startswith('gpucast')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['gpucast', 'gpucast._version']"
 
 
 def test_the_verbs_still_load_lazily() -> None:

@@ -102,6 +102,12 @@ def test_a_write_in_a_folder_that_does_not_exist_says_it_created_it(tmp_path: Pa
     assert said == [f"new store {db}: created its folder {db.parent} (it did not exist)"]
     again = runner.invoke(app, ["--db", str(db), "profile", "mlp"])
     assert again.exit_code == 0 and "created its folder" not in again.stderr
+    other = tmp_path / "json" / "x.db"  # --json too: the line is on stderr, stdout stays JSON
+    as_json = runner.invoke(app, ["--db", str(other), "profile", "mlp", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    said = [line for line in as_json.stderr.splitlines() if "created its folder" in line]
+    assert said == [f"new store {other}: created its folder {other.parent} (it did not exist)"]
+    assert json.loads(as_json.stdout)["run_id"] >= 1
 
 
 def test_an_unknown_kind_is_refused(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from gpucast.domain.errors import InvalidInputError, InvalidSpecError, StoreErro
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.store import Store, default_db_path, open_store
 from gpucast.store import schema as schema_module
+from gpucast.store.db import new_store
 from gpucast.store.schema import latest_version, split_statements
 
 
@@ -22,6 +23,17 @@ def test_import_does_no_work(tmp_path: Path) -> None:
     env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home"), "PATH": ""}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
     assert not (tmp_path / "xdg").exists() and not (tmp_path / "home").exists()
+
+
+def test_the_store_says_whether_it_created_its_folder(tmp_path: Path) -> None:
+    """QA 38 C #6 without a side channel: the opened store carries it, nothing module-wide."""
+    path = tmp_path / "a" / "b" / "runs.db"
+    with Store(path) as first:
+        assert first.created_folder == path.parent
+        assert new_store(first) == path
+    with Store(path) as again:
+        assert again.created_folder is None and new_store(again) is None
+    assert new_store(None) is None
 
 
 def test_default_path_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

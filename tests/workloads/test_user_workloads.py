@@ -144,6 +144,29 @@ def test_a_user_factory_gets_its_options_as_its_parameters_types(
     assert sum(p.numel() for p in model.parameters()) == params
 
 
+def test_a_user_models_options_are_stored_as_its_factory_takes_them(tmp_path: Path) -> None:
+    """`-o width=1e2` was stored as `width=100.0` (and `bias=no` as the text `no`) while the
+    factory built a 100-wide model without biases; stored now as the factory took them, an
+    unannotated parameter's value as given (``-o`` parsed it)."""
+    from gpucast.domain.workload import parse_workload_options
+    from gpucast.inputs.workload import measured_name
+    from gpucast.workloads import canonical_options, configuration_name
+
+    module = tmp_path / "typed.py"
+    module.write_text(_TYPED + "\ndef loose(width, **kw):\n    return build(int(width))\n")
+    given = parse_workload_options(["width=1e2", "bias=no", "norm=yes"])
+    stored = canonical_options(f"{module}:build", given)
+    assert stored == (("width", 100), ("bias", False), ("norm", True))
+    assert type(stored[0][1]) is int
+    name = configuration_name(f"{module}:build", given)
+    assert name == f"{module}:build -o bias=false -o norm=true -o width=100"
+    assert measured_name(f"{module}:build", given) == name  # the lookup agrees
+    loose = parse_workload_options(["width=1e2", "depth=2.5"])
+    assert canonical_options(f"{module}:loose", loose) == (("width", 100.0), ("depth", 2.5))
+    missing = (("width", 1.0),)  # a module that cannot be loaded: as given (the load says why)
+    assert canonical_options(f"{tmp_path / 'nope.py'}:build", missing) == missing
+
+
 def test_a_user_option_not_of_its_parameters_type_names_the_option(tmp_path: Path) -> None:
     module = tmp_path / "typed.py"
     module.write_text(_TYPED)

@@ -198,6 +198,8 @@ class CampaignRunResult:
 
     campaign: CampaignStatus
     progress: CampaignProgress
+    #: the store whose missing folder this run created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     @property
     def status(self) -> str:
@@ -264,6 +266,7 @@ def campaign_run(
     return CampaignRunResult(
         campaign=_status(path, result.campaign_id, keys=keys, merged=True),
         progress=result.progress,
+        new_store=result.new_store,
     )
 
 

@@ -116,6 +116,8 @@ class MeasureColdstartResult:
     measurement: ColdStartMeasurement
     run_id: int | None
     db: Path | None
+    #: the store whose missing folder this write created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +139,7 @@ def measure_coldstart(
     from gpucast.measure.devices import resolve_device
     from gpucast.store import Store, default_db_path
     from gpucast.store.coldstart import save_coldstart
+    from gpucast.store.db import new_store
     from gpucast.workloads import get_workload
 
     request = resolve(MeasureColdstartRequest, request, options)
@@ -158,7 +161,10 @@ def measure_coldstart(
         if store is not None:
             store.close()
     return MeasureColdstartResult(
-        measurement=measured, run_id=run_id, db=None if store is None else db_path
+        measurement=measured,
+        run_id=run_id,
+        db=None if store is None else db_path,
+        new_store=new_store(store),
     )
 
 

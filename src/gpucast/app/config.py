@@ -11,7 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
+from gpucast.domain.errors import (
+    DataFormatError,
+    InvalidInputError,
+    InvalidSpecError,
+    OptionTextError,
+)
 from gpucast.domain.options import build, field_for
 from gpucast.inputs.textfiles import (
     flag_key,
@@ -75,10 +80,34 @@ def request_from(
         from_file.discard(key)
     try:
         return build(request_cls, values, where=where)
+    except OptionTextError as exc:
+        better = _option_example(exc, values.get("workload"))
+        if config is None:
+            raise better from None
+        raise _in_file(request_cls, better, Path(config), from_file & set(values)) from None
     except InvalidSpecError as exc:
         if config is None:
             raise
         raise _in_file(request_cls, exc, Path(config), from_file & set(values)) from None
+
+
+def _option_example(exc: OptionTextError, workload: Any) -> OptionTextError:
+    """``exc`` with one of ``workload``'s own options as its example (``-o nonsense`` for
+    bert-base: ``e.g. -o seq_len=128``); the generic ``name=value`` where it declares none
+    (a user model's are its factory's keyword arguments)."""
+    if not isinstance(workload, str):
+        return exc
+    if ":" in workload:  # module:factory (or run:N)
+        return OptionTextError(exc.text, example=f"name=value (a keyword of {workload.strip()})")
+    from gpucast.workloads import option_example
+
+    found = option_example(workload)
+    if found is None:
+        return exc
+    example, names = found
+    return OptionTextError(
+        exc.text, example=f"{example} ({workload.strip()} takes {', '.join(names)})"
+    )
 
 
 def _in_file(

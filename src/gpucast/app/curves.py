@@ -196,6 +196,8 @@ class InferCurveResult:
     colocation: ColocationResult | None = None
     #: where ``csv`` wrote the latency table (``None``: not asked)
     latency_table: Path | None = None
+    #: the store whose missing folder this write created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What ``gpucast measure infer-curve --json`` prints."""
@@ -240,7 +242,7 @@ def measure_infer_curve(
     from gpucast.app.measure import cpu_timer_note
     from gpucast.measure.api import measure
     from gpucast.measure.curves import measure_colocated, measure_curve
-    from gpucast.store.db import Store, default_db_path
+    from gpucast.store.db import Store, default_db_path, new_store
     from gpucast.store.files import output_file, write_text_atomic
     from gpucast.workloads import get_workload
 
@@ -301,6 +303,7 @@ def measure_infer_curve(
         curves=tuple(curves),
         colocation=colocation,
         latency_table=request.csv,
+        new_store=new_store(store),
     )
 
 

@@ -112,6 +112,8 @@ class FitLifetimesResult:
     warnings: tuple[str, ...] = ()
     #: what was done with the data on the way (rows sorted by start)
     notes: tuple[str, ...] = ()
+    #: the store whose missing folder this write created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,7 +161,7 @@ def fit_lifetimes(
     """Fit a spot-lifetime model on your own preemption data and store it under a name."""
     from gpucast.catalog import load_catalog
     from gpucast.inputs.spot import LIFETIMES_KIND
-    from gpucast.store.db import Store, default_db_path
+    from gpucast.store.db import Store, default_db_path, new_store
 
     request = resolve(FitLifetimesRequest, request, options)
     if request.gpu is not None:
@@ -174,7 +176,7 @@ def fit_lifetimes(
     median_h = _median_h(dist)
     per_day = _per_node_day(dist)
     gap_h = None if gaps is None else float(gaps.median_s()) / 3600.0
-    saved = None
+    saved = created = None
     if request.save:
         path = Path(db) if db is not None else default_db_path()
         meta: dict[str, Any] = {
@@ -190,7 +192,7 @@ def fit_lifetimes(
                     "earlier fit is gone; --name another keeps both)"
                 )
             store.save_named_model(LIFETIMES_KIND, request.name, model.to_dict(), meta)
-        saved = str(path)
+        saved, created = str(path), new_store(store)
     return FitLifetimesResult(
         name=request.name.strip(),
         model_kind=str(model.kind),
@@ -203,6 +205,7 @@ def fit_lifetimes(
         saved_in=saved,
         warnings=_fit_warnings(params),
         notes=tuple(notes),
+        new_store=created,
     )
 
 

@@ -453,6 +453,8 @@ class MeasureResult:
     precision_note: str | None = None
     #: ``-o`` options at the workload's built-in values, which the stored run leaves out
     options_note: str | None = None
+    #: the store whose missing folder this write created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         if self.measurement is None:
@@ -581,6 +583,7 @@ def _single(
 ) -> MeasureResult:
     from gpucast.measure import measure_kernels, resolve_device
     from gpucast.store import Store
+    from gpucast.store.db import new_store
     from gpucast.workloads import get_workload
 
     # checked before a model is built or the store touched
@@ -627,6 +630,7 @@ def _single(
         kernels=trace,
         precision_note=request.precision_note(precision, devices),
         options_note=_options_note(request.workload_options, result.spec),
+        new_store=new_store(store),
     )
 
 
@@ -652,6 +656,7 @@ def _distributed(
     from gpucast.measure.distributed.launcher import launch, validate
     from gpucast.store import Store
     from gpucast.store.campaigns import save_distributed
+    from gpucast.store.db import new_store
 
     devices = tuple(resolve_device(d) for d in config.devices)
     precision = request.precision_on(devices)
@@ -675,4 +680,5 @@ def _distributed(
         options_note=None
         if result is None
         else _options_note(request.workload_options, result.spec),
+        new_store=new_store(store),
     )

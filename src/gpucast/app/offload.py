@@ -165,6 +165,8 @@ class MeasureOptimizerResult:
     run_ids: tuple[int, ...]
     model: CpuAdamModel | None  # fitted on these sizes (>= 3), else None
     db: Path | None
+    #: the store whose missing folder this write created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         model = None
@@ -196,6 +198,7 @@ def measure_optimizer(
     from gpucast.inputs.offload import distinct_sizes, fit_cpu_adam
     from gpucast.measure.optimizer import measure_optimizer_step
     from gpucast.store import Store, default_db_path
+    from gpucast.store.db import new_store
     from gpucast.store.optimizer import save_optimizer_step
 
     request = resolve(MeasureOptimizerRequest, request, options)
@@ -226,4 +229,5 @@ def measure_optimizer(
         run_ids=tuple(ids),
         model=fit_cpu_adam(measured) if distinct >= 3 else None,
         db=None if store is None else db_path,
+        new_store=new_store(store),
     )

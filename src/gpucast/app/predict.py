@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
-from gpucast.domain.options import is_default, lower_text, option
+from gpucast.domain.options import documented, is_default, lower_text, option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -103,6 +103,7 @@ def _load(path: Path, cls: type[E]) -> E:
 
 
 # -- predict train --------------------------------------------------------------------------
+@documented  # help(PredictTrainRequest) lists each field's --help text (the pattern to follow)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictTrainRequest:
     """A workload, batch and GPU to predict one training step of (``gpucast predict train``)."""

@@ -118,6 +118,8 @@ class ProfileResult:
     db: Path | None
     #: what chose the precision where ``--precision auto`` did (``None`` where it was given)
     precision_note: str | None = None
+    #: the store whose missing folder this write created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {**self.profile.to_dict(), "run_id": self.run_id}
@@ -158,6 +160,7 @@ def _profile_then_save(request: ProfileRequest, db: Path | str | None) -> Profil
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.measure.api import canonical_spec
     from gpucast.store import Store, default_db_path
+    from gpucast.store.db import new_store
 
     check_workload_name(request.workload)  # close matches, without importing torch
     result = workload_profile(
@@ -173,4 +176,10 @@ def _profile_then_save(request: ProfileRequest, db: Path | str | None) -> Profil
     db_path = Path(db) if db is not None else default_db_path()
     with Store(db_path).open() as store:
         run_id = store.save_profile(canonical_spec(request.spec), result.to_dict())
-    return ProfileResult(profile=result, run_id=run_id, db=db_path, precision_note=note)
+    return ProfileResult(
+        profile=result,
+        run_id=run_id,
+        db=db_path,
+        precision_note=note,
+        new_store=new_store(store),
+    )

@@ -196,6 +196,8 @@ class MeasureCmdResult:
     profile: dict[str, Any] | None
     run_id: int | None
     db: Path | None
+    #: the store whose missing folder this write created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {**program_result(self.measurement, self.profile), "run_id": self.run_id}
@@ -253,6 +255,7 @@ def measure_cmd(
     from gpucast.measure.program import ProgramSpec, host_cpu, measure_program
     from gpucast.predict.program import characterise
     from gpucast.store import Store, default_db_path
+    from gpucast.store.db import new_store
 
     request = resolve(MeasureCmdRequest, request, options)
     _check_command(request.command)
@@ -310,6 +313,7 @@ def measure_cmd(
         profile=profile,
         run_id=run_id,
         db=None if store is None else db_path,
+        new_store=new_store(store),
     )
 
 

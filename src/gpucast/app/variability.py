@@ -101,6 +101,8 @@ class FitVariabilityResult:
     source: str
     saved_in: str | None
     warnings: tuple[str, ...] = ()
+    #: the store whose missing folder this write created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,7 +132,7 @@ def fit_variability(
     from gpucast.catalog.variability import variability_profiles
     from gpucast.domain.variability import NO_VARIABILITY, VARIABILITY_KIND
     from gpucast.predict.variability import SpeedVariability
-    from gpucast.store.db import Store, default_db_path
+    from gpucast.store.db import Store, default_db_path, new_store
 
     request = resolve(FitVariabilityRequest, request, options)
     name = request.name.strip()
@@ -158,7 +160,7 @@ def fit_variability(
             f"{len(factors)} GPUs are few to see outliers: the profile's outlier share rests "
             "on them alone (measure more GPUs, or compare with --gpu-variability typical)"
         )
-    saved = None
+    saved = created = None
     if request.save:
         with Store(path).open() as store:
             store.save_named_model(
@@ -167,7 +169,7 @@ def fit_variability(
                 dict(fitted.to_dict()),
                 {"source": fitted.source, "gpus": len(factors)},
             )
-        saved = str(path)
+        saved, created = str(path), new_store(store)
     slow = fitted.expected_max(list(REPORT_GPUS))
     return FitVariabilityResult(
         name=name,
@@ -180,6 +182,7 @@ def fit_variability(
         source=fitted.source,
         saved_in=saved,
         warnings=tuple(warnings),
+        new_store=created,
     )
 
 

@@ -57,6 +57,18 @@ def emit_result(summary: dict[str, Any], text: str, *, as_json: bool) -> None:
 JSON_OPTION_HELP = "Print one JSON object instead of text."
 
 
+def say_new_store(store: Path | None) -> None:
+    """The stderr line of a write that created its store's missing folder (a result's
+    ``new_store``; a read verb refuses one): the folder, not only the run, is new."""
+    if store is not None:
+        err_console.print(
+            f"new store {store}: created its folder {store.parent} (it did not exist)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,  # one line, however long the paths
+        )
+
+
 def print_warnings(warnings: Iterable[str]) -> None:
     """One ``warning:`` line on stderr per text (stdout stays the result, JSON or text)."""
     for text in warnings:

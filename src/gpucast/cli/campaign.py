@@ -74,6 +74,7 @@ def run(
     )
 
     from gpucast.app import campaign_run
+    from gpucast.cli._common import say_new_store
 
     with (
         _StopOnSignal() as stopper,
@@ -104,6 +105,7 @@ def run(
         result = campaign_run(
             request, db=state(ctx).db_path, should_stop=stopper.event.is_set, on_progress=show
         )
+    say_new_store(result.new_store)
     if as_json:
         emit_json(result.to_dict())
     else:

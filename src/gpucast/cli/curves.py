@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from gpucast.app.curves import InferCurveRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, say_new_store, state, working
 from gpucast.domain.workload import configured_name
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ def command(
     name = configured_name(request.workload, request.workload_options)
     with working(f"measuring {points} inference points of {name}"):
         result = measure_infer_curve(request, db=state(ctx).db_path)
+    say_new_store(result.new_store)
     if json_out:
         emit_json(result.to_dict())
         return

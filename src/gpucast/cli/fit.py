@@ -22,6 +22,7 @@ from gpucast.cli._common import (
     emit_json,
     emit_result,
     err_console,
+    say_new_store,
     state,
     working,
 )
@@ -119,6 +120,7 @@ def lifetimes(
 
     with working(f"fitting lifetimes on {request.trace}"):
         result = fit_lifetimes(request, db=state(ctx).db_path)
+    say_new_store(result.new_store)
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/yellow] {escape(str(warning))}", highlight=False)
     if json_out:
@@ -267,6 +269,7 @@ def variability(
     from gpucast.domain.units import count_of
 
     r = fit_variability(request, db=state(ctx).db_path)
+    say_new_store(r.new_store)
     if json_out:
         emit_json(r.to_dict())
         return

@@ -1,10 +1,9 @@
 """`gpucast measure train|infer WORKLOAD`: time steps on this machine and store the result.
 
-The flags are the fields of :class:`gpucast.app.measure.MeasureTrainRequest` and
-:class:`~gpucast.app.measure.MeasureInferRequest`; the work happens in
-:func:`gpucast.app.measure.measure_train` / ``measure_infer``. This module renders: a progress
-line while measuring, then a table of the measurement (``runs show`` reuses it). ``measure
-infer-curve`` joins this group in :mod:`gpucast.cli.verbs`.
+The flags are the fields of :class:`~gpucast.app.measure.MeasureTrainRequest` and
+``MeasureInferRequest``; the work happens in :func:`gpucast.app.measure.measure_train` /
+``measure_infer``. This module renders a progress line while measuring, then a table of the
+measurement (``runs show`` reuses it); ``infer-curve`` joins it in :mod:`gpucast.cli.verbs`.
 """
 
 from __future__ import annotations
@@ -53,11 +52,7 @@ def measurement_table(m: Measurement, *, title: str | None = None, prefix: str =
         f"{prefix}{m.mode} {escape(spec.label)} · batch {spec.batch_size} · {spec.precision} · "
         f"{m.device}"
     )
-    table = Table(
-        title=title or default_title,
-        show_header=False,
-        title_justify="left",
-    )
+    table = Table(title=title or default_title, show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("median step", format_seconds(m.median_s))
@@ -210,8 +205,10 @@ def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
 
 def render(result: MeasureResult, *, as_json: bool) -> None:
     """Print a measure verb's result: JSON, or the table, its warnings and where it was saved."""
+    from gpucast.cli._common import say_new_store
     from gpucast.domain.measurement import Measurement
 
+    say_new_store(result.new_store)
     if as_json:
         emit_json(result.to_dict())
         return

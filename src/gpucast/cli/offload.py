@@ -10,7 +10,7 @@ import typer
 
 from gpucast.app.offload import MeasureOptimizerRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, say_new_store, state, working
 from gpucast.domain.units import count_of
 
 
@@ -30,6 +30,7 @@ def measure_command(
 
     with working(f"timing AdamW on the CPU at {len(request.sizes)} sizes"):
         result = measure_optimizer(request, db=state(ctx).db_path)
+    say_new_store(result.new_store)
     d = result.to_dict()
     if json_out:
         emit_json(d)

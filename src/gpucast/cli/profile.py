@@ -104,9 +104,11 @@ def command(
 ) -> None:
     """Static features of a workload: parameters, FLOPs, bytes per operator class, memory."""
     from gpucast.app import profile_workload
+    from gpucast.cli._common import say_new_store
 
     with working(f"profiling {request.workload} (one step under fake tensors)"):
         result = profile_workload(request, db=state(ctx).db_path)
+    say_new_store(result.new_store)
     if as_json:
         emit_json(result.to_dict())
         return

@@ -144,9 +144,11 @@ def command(
     """Run PROGRAM (any command) several times, time it, sample its CPU, memory, disk,
     network and GPU use, and store it: gpucast measure cmd --repeats 5 -- gzip -k -f data."""
     from gpucast.app import measure_cmd
+    from gpucast.cli._common import say_new_store
 
     with progress_line(f"cmd {request.label}") as show:
         result = measure_cmd(request, db=state(ctx).db_path, on_progress=show)
+    say_new_store(result.new_store)
     if as_json:
         emit_json(result.to_dict())
         return

@@ -202,20 +202,3 @@ def root(
 
         check_db_text(str(db))
     ctx.obj = CliState(db_path=db, debug=debug)
-    _say_created_folders()  # none of an earlier command in this process
-    ctx.call_on_close(_say_created_folders)
-
-
-def _say_created_folders() -> None:
-    """One line per store whose missing folder this command created (a write verb creates
-    it; a read verb refuses it): the folder, not only the run, is new."""
-    store_db = sys.modules.get("gpucast.store.db")  # not imported: nothing was written
-    if store_db is None:
-        return
-    for path, folder in store_db.pop_created_folders():
-        err_console.print(
-            f"new store {path}: created its folder {folder} (it did not exist)",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,  # one line, however long the paths
-        )

@@ -171,9 +171,11 @@ def measure_command(
     """Time one cold start of WORKLOAD here, phase by phase (weights read from a file dropped
     from the page cache, copy to the device, first inference, CUDA context), and store it."""
     from gpucast.app import measure_coldstart
+    from gpucast.cli._common import say_new_store
 
     with working(f"measuring a cold start of {request.workload}"):
         result = measure_coldstart(request, db=state(ctx).db_path)
+    say_new_store(result.new_store)
     d = result.to_dict()
     if json_out:
         emit_json(d)

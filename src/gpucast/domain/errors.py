@@ -54,6 +54,15 @@ class InvalidSpecError(InvalidInputError):
         self.detail = f"{constraint}{got_text}"
 
 
+class OptionTextError(InvalidSpecError):
+    """A workload option (``-o``) that is not ``KEY=VALUE``; ``example`` is one that is (the
+    app layer, which knows the workload, gives one of its own options)."""
+
+    def __init__(self, text: object, *, example: str = "name=value") -> None:
+        super().__init__("option", "must be KEY=VALUE", got=text, fix=f"e.g. -o {example}")
+        self.text = text
+
+
 class DataFormatError(InvalidInputError):
     """A malformed row or cell in an input file; names file, line and column."""
 

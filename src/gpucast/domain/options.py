@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 import math
 import types
 import typing
@@ -113,6 +114,25 @@ def option(
         config=config,
     )
     return dataclasses.field(default=default, metadata={META_KEY: info})
+
+
+def documented(cls: type[T]) -> type[T]:
+    """``cls`` (a request dataclass) with its fields listed under its docstring: each one's
+    keyword, flag, default and ``help`` -- the text ``--help`` shows, from the same
+    :func:`option` -- so ``help(Request)`` documents every keyword. Put it above
+    ``@dataclass``; it reads no type hints (nothing is resolved at import)."""
+    lines = ["Fields (each keyword is also the flag and the config key; --help says the same):"]
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        info = f.metadata.get(META_KEY)
+        if info is None:
+            continue
+        required = f.default is MISSING and f.default_factory is MISSING
+        default = "required" if required else f"default {f.default!r}"
+        flag = f"--{info.flag or f.name.replace('_', '-')}" if info.cli else "no flag"
+        lines.append(f"    {f.name} ({flag}; {default}):")
+        lines.append(f"        {info.help}")
+    cls.__doc__ = inspect.cleandoc(cls.__doc__ or "") + "\n\n" + "\n".join(lines)
+    return cls
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

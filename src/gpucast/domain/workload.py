@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import InvalidSpecError, OptionTextError
 from gpucast.domain.options import lower_text, option
 
 Precision = Literal["fp32", "bf16", "fp16"]
@@ -365,10 +365,8 @@ def _option_value(raw: str) -> Any:
     return raw
 
 
-def _bad_option(text: object) -> InvalidSpecError:
-    return InvalidSpecError(
-        "option", "must be KEY=VALUE", got=text, fix="e.g. --option seq_len=128"
-    )
+def _bad_option(text: object) -> OptionTextError:
+    return OptionTextError(text)  # a request names one of its workload's options instead
 
 
 def _option_key(key: object, text: object) -> str:

@@ -215,15 +215,26 @@ def measured_name(workload: str, options: Sequence[tuple[str, Any]]) -> str:
     :func:`gpucast.workloads.configuration_name` (an option at its built-in value names the
     built-in workload, so ``mlp -o hidden=1024,1024`` is calibrated by runs of ``mlp``);
     without options no model code is imported, and a configuration's name is cached (keyed on
-    the options as typed and the workloads' code: the registry imports torch, a second)."""
+    the options as typed and the workloads' code: the registry imports torch, a second; a
+    user model's on its code's sha256 too, as its parameters' types name its options)."""
     if not options:
         return configured_name(workload, ())
     from gpucast.store.cache import cached_json
+
+    params = {"typed": configured_name(workload, tuple(options))}
+    if ":" in workload:  # module:factory
+        from gpucast.inputs.user_code import user_code
+
+        code = user_code(workload)
+        params["code_sha256"] = code.sha256 or ""
 
     def make() -> str:
         from gpucast.workloads import configuration_name
 
         return configuration_name(workload, tuple(options))
+
+    if params.get("code_sha256") == "":  # its code could not be hashed: no key to cache on
+        return make()
 
     def load(data: Any) -> str:
         if not isinstance(data, str):
@@ -231,8 +242,7 @@ def measured_name(workload: str, options: Sequence[tuple[str, Any]]) -> str:
         return data
 
     return cached_json(
-        "configuration-name", make, dump=str, load=load,
-        params={"typed": configured_name(workload, tuple(options))},
+        "configuration-name", make, dump=str, load=load, params=params,
         code=("gpucast.workloads", "gpucast.domain.workload"),
     )  # fmt: skip
 

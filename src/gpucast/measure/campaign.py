@@ -523,6 +523,8 @@ class CampaignResult:
     campaign_id: str
     status: str  # done | incomplete (some failed) | interrupted (resumable)
     progress: CampaignProgress
+    #: the store whose missing folder this run created (its ``parent``), else ``None``
+    new_store: Path | None = None
 
 
 def campaign_id_for(sweep: Sweep) -> str:
@@ -576,6 +578,7 @@ def run_campaign(
         release_point,
         start_campaign,
     )
+    from gpucast.store.db import new_store
 
     points = sweep.points()
     keys = {p.key for p in points}
@@ -632,7 +635,9 @@ def run_campaign(
         final = _progress(store, campaign_id, keys, None, last_error)
     if on_progress is not None:
         on_progress(final)
-    return CampaignResult(campaign_id=campaign_id, status=status, progress=final)
+    return CampaignResult(
+        campaign_id=campaign_id, status=status, progress=final, new_store=new_store(store)
+    )
 
 
 def _file_points(

@@ -39,9 +39,6 @@ from gpucast.store.records import RunSummary, StoredRun
 from gpucast.store.schema import apply_migrations, latest_version
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-#: (store, folder) of each store whose missing folder :meth:`Store.open` created in this
-#: process, until :func:`pop_created_folders` takes them (the CLI says so: QA 38 C #6)
-_CREATED_FOLDERS: list[tuple[Path, Path]] = []
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 ExportFormat = Literal["csv", "parquet"]
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
@@ -119,6 +116,9 @@ class Store:
         self.path = Path(path).expanduser()
         self.busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
+        #: the folder :meth:`open` created because it did not exist, else ``None``; a write
+        #: verb carries it on its result, where the CLI says so (QA 38 C #6)
+        self.created_folder: Path | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, *, create: bool = True) -> Store:
@@ -140,7 +140,7 @@ class Store:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if missing:
-                _CREATED_FOLDERS.append((self.path, self.path.parent))
+                self.created_folder = self.path.parent
         except OSError as exc:
             raise StoreError(
                 f"cannot create the store's folder {self.path.parent}: {exc.strerror}",
@@ -631,12 +631,10 @@ class Store:
         return len(frame)
 
 
-def pop_created_folders() -> list[tuple[Path, Path]]:
-    """The (store, folder) pairs whose folder a write created since the last call, oldest
-    first; takes them (a second call returns none of them)."""
-    taken = list(_CREATED_FOLDERS)
-    _CREATED_FOLDERS.clear()
-    return taken
+def new_store(store: Store | None) -> Path | None:
+    """``store``'s path where opening it created its missing folder, else ``None``: what a
+    write verb's result carries as ``new_store`` for the CLI to say (QA 38 C #6)."""
+    return None if store is None or store.created_folder is None else store.path
 
 
 def default_db_path() -> Path:

@@ -10,6 +10,7 @@ from gpucast.workloads.registry import (
     configuration_name,
     get_workload,
     list_workloads,
+    option_example,
 )
 
 __all__ = [
@@ -19,4 +20,5 @@ __all__ = [
     "configuration_name",
     "get_workload",
     "list_workloads",
+    "option_example",
 ]

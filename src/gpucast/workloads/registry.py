@@ -6,11 +6,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpucast.domain.errors import UnknownWorkloadError
-from gpucast.domain.workload import WorkloadOptions, configured_name
+from gpucast.domain.errors import GpucastError, UnknownWorkloadError
+from gpucast.domain.workload import WorkloadOptions, configured_name, option_text
 from gpucast.workloads import detection, diffusion, language, other, speech, vision
 from gpucast.workloads.base import Workload
-from gpucast.workloads.user import is_user_spec, load_user_workload
+from gpucast.workloads.user import is_user_spec, load_user_workload, typed_user_options
 
 _CIFAR_RESNET = re.compile(r"^cifar-resnet(\d+)$")
 
@@ -69,9 +69,17 @@ def canonical_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
     ``seq_len=1000``, and ``shufflenetv2`` with ``image_size=224,stem=imagenet`` is
     ``image_size=224`` (the stem that size takes anyway). An option is dropped when leaving it
     out builds the same configuration (:attr:`Workload.options`); a user model's options are
-    kept as given (its factory's defaults are its own). Raises as :func:`get_workload` does."""
-    if not options or is_user_spec(name):
+    all kept (its factory's defaults are its own), each as its factory's parameter takes it
+    (:func:`~gpucast.workloads.user.typed_user_options`: ``width=1e2`` is ``width=100`` for
+    ``width: int``; as given where the factory cannot be loaded: the load that follows says
+    why). Raises as :func:`get_workload` does."""
+    if not options:
         return tuple(options)
+    if is_user_spec(name):
+        try:
+            return typed_user_options(name, options)
+        except GpucastError:
+            return tuple(options)
     given = dict(options)
     resolved = get_workload(name, **given).options
     for key in sorted(given):
@@ -79,6 +87,22 @@ def canonical_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
         if get_workload(name, **rest).options == resolved:
             given = rest
     return tuple((key, resolved[key]) for key in sorted(given))
+
+
+def option_example(name: str) -> tuple[str, tuple[str, ...]] | None:
+    """One option built-in workload ``name`` declares, at its built-in value as typed after
+    ``-o`` (``seq_len=128``; a one-value option first), and the names of all it declares;
+    ``None`` for a user model, an unknown name or a workload that declares none."""
+    if is_user_spec(name):
+        return None
+    try:
+        options = get_workload(name).options
+    except GpucastError:
+        return None
+    if not options:
+        return None
+    key = next((k for k, v in options.items() if not isinstance(v, tuple)), next(iter(options)))
+    return option_text(key, options[key]), tuple(sorted(options))
 
 
 def configuration_name(name: str, options: WorkloadOptions) -> str:

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.workload import current_folder_importable
+from gpucast.domain.workload import WorkloadOptions, current_folder_importable
 from gpucast.workloads._options import boolean, reject_unknown
 from gpucast.workloads.base import Batch, Workload
 
@@ -250,8 +250,8 @@ def _default_loss(output: Any, _target: Any) -> torch.Tensor:
     )
 
 
-def load_user_workload(name: str, /, **options: Any) -> Workload:
-    """Import ``module:factory``, call ``factory(**options)`` and adapt it to a Workload."""
+def _factory(name: str) -> Any:
+    """The factory ``module:factory`` names (its module imported)."""
     module_part, _, factory_name = name.rpartition(":")
     if not module_part or not _IDENTIFIER.match(factory_name):
         raise InvalidSpecError("workload", "must be module:factory", got=name, fix=FIX)
@@ -266,6 +266,22 @@ def load_user_workload(name: str, /, **options: Any) -> Workload:
             f"module {module_part!r} has no callable {factory_name!r}",
             fix=f"callables there: {', '.join(public[:8]) or 'none'}",
         )
+    return factory
+
+
+def typed_user_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
+    """``options`` as ``module:factory``'s parameters take them (``width=1e2`` is ``100`` for
+    ``width: int``, ``bias=no`` is ``False`` for ``bias: bool``; an unannotated parameter's
+    value as ``-o`` parsed it), in their order, without calling the factory: what a run is
+    stored under, so that it names the model the factory built."""
+    typed = _typed_options(name, _factory(name), dict(options))
+    return tuple((key, typed[key]) for key, _ in options)
+
+
+def load_user_workload(name: str, /, **options: Any) -> Workload:
+    """Import ``module:factory``, call ``factory(**options)`` and adapt it to a Workload."""
+    module_part, _, factory_name = name.rpartition(":")
+    factory = _factory(name)
     options = _typed_options(name, factory, options)
     try:
         result = factory(**options)

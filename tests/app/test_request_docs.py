@@ -1,0 +1,28 @@
+"""``help(Request)`` lists each field's help, the text ``--help`` shows, from one ``option()``
+(session 39: a request class's help showed only its signature; the pattern, on one verb)."""
+
+from __future__ import annotations
+
+import pydoc
+
+from gpucast.app.predict import PredictTrainRequest
+from gpucast.domain.options import fields_of
+
+
+def test_help_on_the_request_lists_every_field_with_its_flag_default_and_help() -> None:
+    text = pydoc.render_doc(PredictTrainRequest, renderer=pydoc.plaintext)
+    for f in fields_of(PredictTrainRequest):
+        default = "required" if f.required else f"default {f.default!r}"
+        assert f"{f.name} (--{f.flag}; {default}):" in text, f.name
+        assert f.info.help in text, f.name
+    assert text.index("A workload, batch and GPU") < text.index("batch_size (--batch-size")
+
+
+def test_the_cli_flags_help_is_the_same_text() -> None:
+    from gpucast.cli._command import request_parameters
+
+    helps = {p.name: p.default.help for p in request_parameters(PredictTrainRequest)}
+    doc = PredictTrainRequest.__doc__ or ""
+    for f in fields_of(PredictTrainRequest):
+        assert f.info.help in doc
+        assert helps[f.name].replace("\\[", "[").startswith(f.info.help), f.name
