@@ -99,6 +99,18 @@ def _slo_lines(slo: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def rejected_lines(d: dict[str, Any]) -> list[str]:
+    """The requests beyond the context window (an LLM trace), where there are any: rejected
+    at arrival, no invocation, misses in every percentile and SLO share."""
+    n = d.get("rejected_beyond_context", 0)
+    if not n:
+        return []
+    return [
+        f"  rejected: {n:,} beyond the context window (at arrival, by every deployment: not "
+        "invocations, infinitely late in every latency percentile and SLO share)"
+    ]
+
+
 def footer_lines(d: dict[str, Any]) -> list[str]:
     """The result's sources, assumptions and warnings (where it has them), one a line."""
     lines = [f"  {key}: {value}" for key, value in d["sources"].items()]
@@ -139,6 +151,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
         f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
         f"{d['unit_cold_start_pct_p75']:.1f}%)",
+        *rejected_lines(d),
         f"  latency p50 {latency_text(lat['p50'])}, p99 {latency_text(lat['p99'])}",
         *_slo_lines(d.get("slo")),
         f"  GPU-hours billed {format_amount(d['billed_gpu_hours'])} "
@@ -197,6 +210,7 @@ def plan_header_lines(d: dict[str, Any]) -> list[str]:
         f"{default_text(d, '--slo')} {scope} "
         f"({sizing}, memory of all models {count_of(d['memory_gpus'], 'GPU')})",
         *_arrivals(d),
+        *rejected_lines(d),
     ]
 
 
