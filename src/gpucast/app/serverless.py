@@ -351,7 +351,7 @@ class SimulateServerlessRequest(ServerlessLoad):
         parse=lower_text,
         help="Latency SLO of an invocation, cold starts included, as plan serverless's: "
         "pNN<LATENCY (ms or s); prints the share of invocations within LATENCY and whether "
-        "the pNN latency is.",
+        "the pNN latency is (an LLM request beyond the context window: a miss).",
         example="p99<500ms",
     )
 
