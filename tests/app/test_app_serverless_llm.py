@@ -214,6 +214,8 @@ def test_serverless_and_plan_serve_agree_on_a_p99_beside_requests_beyond_the_con
 ) -> None:
     """Above 1% of the requests beyond the context window no verb meets a p99, below it the
     served ones decide (the serverless side counts them as plan serve does)."""
+    from gpucast.app.serverless_text import plan_header_lines
+
     rows = [(i * 0.25, 300, 40) for i in range(served)]
     rows += [(30.0 + i, 5000, 50) for i in range(beyond)]
     trace = _file(tmp_path, rows)
@@ -230,6 +232,8 @@ def test_serverless_and_plan_serve_agree_on_a_p99_beside_requests_beyond_the_con
         r = gpucast.plan_serverless(**plan)
         assert r.plan.choice is not None and r.to_dict()["rejected_beyond_context"] == beyond
         assert all(o.meets_slo for o in r.plan.options)
+        header = "\n".join(plan_header_lines(r.to_dict()))
+        assert f"  rejected: {beyond} beyond the context window" in header
         assert gpucast.plan_llm_serve(**serve).best is not None
         return
     for verb, kwargs in ((gpucast.plan_serverless, plan), (gpucast.plan_llm_serve, serve)):
