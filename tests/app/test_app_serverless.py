@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import gpucast
-from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.serverless import HostRates
 from gpucast.store import Store
 from gpucast.store.coldstart import load_coldstarts
@@ -391,13 +392,18 @@ def test_replays_the_azure_llm_trace_with_token_priced_requests(tmp_path: Path) 
 
 
 def test_plan_serverless_on_the_azure_llm_trace(tmp_path: Path) -> None:
-    r = gpucast.plan_serverless(
+    kw: dict[str, Any] = dict(
         trace=_llm_trace(tmp_path), models=["llama-2-7b"], gpu="A100", price=2.0,
-        slo="p99<60s", policies=["fixed:10m"],
+        policies=["fixed:10m"],
     )  # fmt: skip
+    r = gpucast.plan_serverless(slo="p85<60s", **kw)
     d = r.to_dict()
     assert d["invocations"] == 8 and d["arrival_process"].startswith("replayed")
+    assert d["rejected_beyond_context"] == 1  # conv's 4,200 tokens: a miss, not an invocation
     assert d["choice"] is not None
+    # 1 of 9 beyond the window: 88.9% at most meet any SLO, so no p99 is met (plan serve's rule)
+    with pytest.raises(NoFeasiblePlanError, match=r"1 of 9 requests \(11.1%\) need more"):
+        gpucast.plan_serverless(slo="p99<60s", **kw)
 
 
 @pytest.mark.parametrize(

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import gpucast
 from gpucast.app._serverless_llm import fewest
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 
 HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 
@@ -175,27 +176,66 @@ def test_each_function_s_model_line_names_its_function(tmp_path: Path) -> None:
     assert keys == ["model llama-2-7b (function code)", "model llama-2-7b (function conv)"]
 
 
-def test_no_always_on_candidate_for_requests_beyond_the_context_names_them(
-    tmp_path: Path,
-) -> None:
-    """QA 37 V #17: on the published hour llama-2-7b (4,096 tokens) had no always-on
-    candidate 'within 1024 replicas', while every serverless policy met p99 < 10 s: plan
-    serve counts the requests beyond the context window unserved, serverless drops them.
-    The warning now says so: where they alone exceed the SLO's tail, before any search
-    (session 37, plan serve's own check)."""
+def test_requests_beyond_the_context_are_misses_in_every_verb(tmp_path: Path) -> None:
+    """One rule (session 39): a request beyond the context window is rejected at arrival by
+    every deployment and counts as a miss in every percentile and SLO share. Before, simulate
+    serverless and plan serverless dropped it silently (QA 37 V #17: plan serve said no
+    deployment meets p99 while every serverless policy met it); 25% beyond: no verb meets p99,
+    and plan serverless says so in plan serve's one line."""
+    from gpucast.app.serverless_text import simulate_lines
+
     rows = [(i * 10.0, 2000, 50) for i in range(9)] + [(95.0 + i, 5000, 50) for i in range(3)]
-    r = gpucast.plan_serverless(
-        trace=_file(tmp_path, rows), models=["llama-2-7b"], gpu="A100", price=2.0,
-        slo="p99<10s", policies=["fixed:10m"],
-    )  # fmt: skip
-    assert {o.kind for o in r.plan.options} == {"serverless"}
-    warning = next(w for w in r.warnings if w.startswith("no always-on candidate"))
-    assert warning.startswith(
-        "no always-on candidate: code (llama-2-7b) cannot be sized as plan serve sizes it: "
+    trace = _file(tmp_path, rows)
+    kw: dict[str, Any] = dict(trace=trace, models=["llama-2-7b"], gpu="A100")
+    d = gpucast.simulate_serverless(slo="p99<10s", **kw).to_dict()
+    assert d["invocations"] == 9 and d["rejected_beyond_context"] == 3
+    assert d["slo"]["share_within"] <= 0.75 and d["slo"]["met"] is False
+    assert math.isinf(d["latency_s"]["p99"]) and math.isfinite(d["latency_s"]["mean"])
+    assert "  rejected: 3 beyond the context window" in "\n".join(simulate_lines(d))
+    with pytest.raises(NoFeasiblePlanError) as planned:
+        gpucast.plan_serverless(price=2.0, slo="p99<10s", policies=["fixed:10m"], **kw)
+    assert planned.value.message.startswith(
         "3 of 12 requests (25.0%) need more than llama-2-7b's context window of 4,096 tokens"
     )
-    assert "every deployment of it drops them, so none serves 99% of the requests" in warning
-    assert warning.endswith(
-        "serve a model whose context window holds 5,050 tokens (e.g. mistral-7b: 32,768), or "
-        "an SLO at the 75th percentile or lower (plan serve: --slo-percentile)"
+    assert "every deployment of it rejects them, so none serves 99% of the requests" in (
+        planned.value.message
     )
+    assert "an SLO at the 75th percentile or lower (--slo pNN<LATENCY)" in str(planned.value)
+    with pytest.raises(NoFeasiblePlanError, match=r"3 of 12 requests \(25.0%\) need more"):
+        gpucast.plan_llm_serve(
+            model="llama-2-7b", trace=trace, gpus=("A100",), slo_ttft_ms=10_000.0,
+            slo_percentile=99.0,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(("served", "beyond", "meets"), [(197, 3, False), (199, 1, True)])
+def test_serverless_and_plan_serve_agree_on_a_p99_beside_requests_beyond_the_context(
+    tmp_path: Path, served: int, beyond: int, meets: bool
+) -> None:
+    """Above 1% of the requests beyond the context window no verb meets a p99, below it the
+    served ones decide (the serverless side counts them as plan serve does)."""
+    from gpucast.app.serverless_text import plan_header_lines
+
+    rows = [(i * 0.25, 300, 40) for i in range(served)]
+    rows += [(30.0 + i, 5000, 50) for i in range(beyond)]
+    trace = _file(tmp_path, rows)
+    kw: dict[str, Any] = dict(trace=trace, models=["llama-2-7b"], gpu="A100")
+    d = gpucast.simulate_serverless(slo="p99<30s", policy="fixed:10m", **kw).to_dict()
+    assert d["rejected_beyond_context"] == beyond and d["invocations"] == served
+    assert d["slo"]["share_within"] <= 1 - beyond / (served + beyond) + 1e-12
+    assert d["slo"]["met"] is meets
+    serve: dict[str, Any] = dict(
+        model="llama-2-7b", trace=trace, gpus=("A100",), slo_ttft_ms=30_000.0, slo_percentile=99.0
+    )
+    plan = dict(price=2.0, slo="p99<30s", policies=["fixed:10m"], **kw)
+    if meets:
+        r = gpucast.plan_serverless(**plan)
+        assert r.plan.choice is not None and r.to_dict()["rejected_beyond_context"] == beyond
+        assert all(o.meets_slo for o in r.plan.options)
+        header = "\n".join(plan_header_lines(r.to_dict()))
+        assert f"  rejected: {beyond} beyond the context window" in header
+        assert gpucast.plan_llm_serve(**serve).best is not None
+        return
+    for verb, kwargs in ((gpucast.plan_serverless, plan), (gpucast.plan_llm_serve, serve)):
+        with pytest.raises(NoFeasiblePlanError, match=f"{beyond} of 200 requests"):
+            verb(**kwargs)

@@ -301,3 +301,21 @@ def test_a_budget_marks_dearer_candidates_and_picks_within_it() -> None:
 def test_a_budget_does_not_hide_an_slo_no_candidate_meets() -> None:
     plan = _plan(_sparse(), slo_s=0.01, budget_usd=0.01)
     assert plan.choice is None and "no candidate meets" in plan.reason
+
+
+def test_rejected_calls_are_misses_for_every_candidate() -> None:
+    """Calls every deployment refuses at arrival (beyond the context window) count in every
+    candidate's percentile: 2 of 100 in the counted minutes miss a p99 everywhere, 2 in the
+    warm-up minute are not counted."""
+    counts = np.zeros((2, 60), dtype=np.int64)
+    counts[0, :49] = 2
+    counts[1, 59] = 2
+    rejected = np.zeros_like(counts)
+    rejected[0, 30] = 2
+    missed = _plan(counts, rejected=rejected, slo_percentile=99.0, slo_s=60.0)
+    assert missed.rejected == 2 and missed.choice is None
+    assert all(np.isinf(o.slo_latency_s) for o in missed.options)
+    assert _plan(counts, rejected=rejected, slo_percentile=98.0, slo_s=60.0).choice is not None
+    rejected[0, 30], rejected[0, 0] = 0, 2
+    warm = _plan(counts, rejected=rejected, slo_percentile=99.0, slo_s=60.0, warmup_s=60.0)
+    assert warm.rejected == 0 and warm.choice is not None

@@ -17,8 +17,10 @@ from gpucast.simulate.serverless import (
     keep_alive_windows,
     latency_summary,
     service_quantiles,
+    simulate_gpu_pool,
     simulate_keep_alive,
     slo_standing,
+    with_rejected,
 )
 
 
@@ -548,3 +550,34 @@ def test_slo_standing_is_the_percentile_and_the_share_of_calls_within() -> None:
     assert p90 <= 0.002
     none = slo_standing(run, ((0.0, np.array([0, 0])),), percentile=99.0, slo_s=0.010)
     assert all(np.isnan(none))
+
+
+def test_rejected_calls_are_misses_in_every_percentile_and_share_not_in_the_mean() -> None:
+    """Calls refused at arrival (an LLM request beyond the context window) are one case at
+    +inf: they sort last and weigh as calls in the percentiles and the SLO share, while the
+    mean and max are over the calls served; the simulators count them after the warm-up and
+    not among the invocations."""
+    run = np.array([0.001, 0.002])
+    served = ((0.0, np.array([97, 1])),)
+    cases = with_rejected(served, np.array([2, 0]))
+    assert with_rejected(served, np.array([0, 0])) == with_rejected(served, None) == served
+    out = latency_summary(run, cases, qs=(97.0, 98.0, 99.0))
+    assert out["p97"] == 0.001 and out["p98"] == 0.002 and np.isinf(out["p99"])
+    assert out["mean"] == pytest.approx((97 * 0.001 + 0.002) / 98)
+    assert out["max"] == 0.002
+    p99, share = slo_standing(run, cases, percentile=99.0, slo_s=0.010)
+    assert np.isinf(p99) and share == pytest.approx(0.98)
+    own = function_percentiles(run, cases, qs=(50.0, 99.0))
+    assert own[0, 0] == 0.001 and np.isinf(own[1, 0]) and own[1, 1] == 0.002
+    counts = np.array([[5, 5, 5], [1, 0, 1]])
+    refused = np.array([[3, 0, 1], [0, 0, 0]])  # the 3 in the warm-up minute are not counted
+    r = _run(counts, parse_policy("fixed:10m"), warmup_s=60.0, rejected=refused)
+    assert list(r.invocations) == [10, 1] and list(r.rejected) == [1, 0]
+    assert np.isinf(r.latency_s["p99"]) and np.isfinite(r.latency_s["mean"])
+    pool = simulate_gpu_pool(
+        counts, gpus=1, capacity_gib=80.0, memory_gib=2.0, swap_s=0.1, cold_s=5.0, exec_s=1.0,
+        warmup_s=60.0, rejected=refused,
+    )  # fmt: skip
+    assert np.isinf(pool.latency_s["p99"]) and pool.latency_s["p50"] == 1.0
+    with pytest.raises(InvalidSpecError, match="rejected: must be a"):
+        _run(counts, parse_policy("fixed:10m"), rejected=refused[:1])

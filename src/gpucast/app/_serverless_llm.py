@@ -14,6 +14,12 @@ prefill/decode split) on ``--gpu``:
    (:func:`gpucast.app.llm_serve.simulate_llm_serve`, as ``simulate serve`` does), is within L,
    up to ``plan serve``'s ``--max-replicas``.
 
+A request beyond the model's context window is rejected at arrival by every deployment and
+counts as infinitely late, here as in ``plan serve`` and the serverless candidates: in step 2's
+pNN, and in the planner, which adds those of the trace to every candidate's latency (so the
+:class:`~gpucast.plan.serverless.AlwaysOnSizing` holds the latencies of the requests within
+the window only).
+
 The latencies go to :func:`gpucast.plan.serverless.plan_serverless` as an
 :class:`~gpucast.plan.serverless.AlwaysOnSizing`, judged and priced like every candidate.
 """
@@ -53,20 +59,23 @@ def fewest(meets: Callable[[int], bool], low: int, high: int) -> int:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Sized:
     """One function's always-on deployment: ``tp`` x ``replicas`` GPUs, the end-to-end
-    latency of each request counted (inf: unfinished), and what plan serve alone gave."""
+    latency of each request counted (inf: unfinished or rejected), which of them are within
+    the context window (``served``), and what plan serve alone gave."""
 
     tp: int
     replicas: int
     latency_s: npt.NDArray[np.float64]
+    served: npt.NDArray[np.bool_]
     plan_replicas: int
     plan_ttft_s: float
 
 
 def _latencies(
     model: str, gpu: str, path: Path, *, tp: int, replicas: int, price: float, after_s: float
-) -> npt.NDArray[np.float64]:
-    """End-to-end latency of each request of ``path`` within the model's context window that
-    arrives at or after ``after_s`` (the file's own clock), inf when it did not finish."""
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """End-to-end latency of each request of ``path`` that arrives at or after ``after_s``
+    (the file's own clock), inf when it did not finish (one beyond the model's context window
+    is rejected: inf), and which of them are within the window."""
     from gpucast.app.llm_serve import simulate_llm_serve
     from gpucast.catalog.llm import llm_model
 
@@ -74,11 +83,10 @@ def _latencies(
         model=model, gpu=gpu, arrivals=f"trace:{path}", tp=tp, replicas=replicas, price=price
     )
     req = run.serving.requests
-    counted = (req.input_tokens + req.output_tokens <= llm_model(model).max_context) & (
-        req.arrival_s >= after_s - 1e-9
-    )
+    counted = req.arrival_s >= after_s - 1e-9
+    within = req.input_tokens + req.output_tokens <= llm_model(model).max_context
     latency = run.serving.latency_s[counted]
-    return np.where(np.isnan(latency), np.inf, latency)
+    return np.where(np.isnan(latency), np.inf, latency), within[counted]
 
 
 def _own_percentile(latency: npt.NDArray[np.float64], q: float) -> float:
@@ -90,28 +98,6 @@ def _own_percentile(latency: npt.NDArray[np.float64], q: float) -> float:
         return 0.0
     table = service_quantiles([latency])
     return latency_summary(np.zeros(1), ((0.0, 1),), spread=table, qs=(q,))[f"p{q:g}"]
-
-
-def _beyond_context(model: str, path: Path) -> str:
-    """Why plan serve may find no deployment where the serverless candidates serve: the
-    requests of ``path`` beyond ``model``'s context window, which serverless drops and plan
-    serve counts unserved (QA 37 V #17); empty when there are none."""
-    from gpucast.catalog.llm import llm_model
-    from gpucast.domain.units import count_of
-    from gpucast.store.datasets.azure_traces import read_arrival_trace
-
-    frame = read_arrival_trace(path).frame
-    if "context_tokens" not in frame:
-        return ""
-    window = llm_model(model).max_context
-    beyond = int((frame["context_tokens"] + frame["generated_tokens"] > window).sum())
-    if not beyond:
-        return ""
-    return (
-        f": plan serve counts the {beyond:,} of {count_of(len(frame), 'request')} beyond "
-        f"{model}'s {window:,}-token context window as unserved, while the serverless "
-        "candidates drop them; a model with a longer context window (llm_models.csv) serves them"
-    )
 
 
 def _size_one(
@@ -131,24 +117,23 @@ def _size_one(
     if best is None:
         raise NoFeasiblePlanError(
             f"no deployment of {model} on {gpu} has TTFT p{q:g} <= {slo_s:g} s within {most} "
-            f"replicas{_beyond_context(model, path)}"
+            "replicas"
         )
-    seen: dict[int, npt.NDArray[np.float64]] = {}
+    seen: dict[int, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = {}
 
-    def latency(r: int) -> npt.NDArray[np.float64]:
+    def run(r: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
         if r not in seen:
             seen[r] = _latencies(
                 model, gpu, path, tp=best.tp, replicas=r, price=price, after_s=after_s
             )
         return seen[r]
 
-    replicas = fewest(
-        lambda r: _own_percentile(latency(r), q) <= slo_s + 1e-12, best.replicas, most
-    )
+    replicas = fewest(lambda r: _own_percentile(run(r)[0], q) <= slo_s + 1e-12, best.replicas, most)
     return _Sized(
         tp=best.tp,
         replicas=replicas,
-        latency_s=latency(replicas),
+        latency_s=run(replicas)[0],
+        served=run(replicas)[1],
         plan_replicas=best.replicas,
         plan_ttft_s=best.ttft_s,
     )
@@ -202,12 +187,12 @@ def llm_always_on(
         )
 
     parts = [text(name, s) for name, s in zip(names, sized, strict=True)]
-    means = np.array(
-        [float(s.latency_s.mean()) if s.latency_s.size else 0.0 for s in sized], dtype=np.float64
-    )
+    # the planner adds the rejected requests to every candidate: the served ones' latencies
+    served = [s.latency_s[s.served] for s in sized]
+    means = np.array([float(v.mean()) if v.size else 0.0 for v in served], dtype=np.float64)
     sizing = AlwaysOnSizing(
         gpus=sum(s.tp * s.replicas for s in sized),
-        latency_s=service_quantiles([s.latency_s for s in sized]),
+        latency_s=service_quantiles(served),
         mean_s=means,
         how="continuous batching, sized as plan serve sizes it: " + "; ".join(parts),
         sizing=SIZING,

@@ -1236,37 +1236,21 @@ def _ms_pair(values: list[float | None]) -> str:
 
 
 def _check_servable_share(requests: LlmRequests, spec: TransformerSpec, percentile: float) -> None:
-    """Requests beyond the model's context window are dropped by every deployment of it: where
-    they are more than ``100 - percentile``% of the load, none meets the SLOs, and one error
-    says so before anything is simulated (it searched every GPU up to the replica cap, 41 s
-    for llama-2-7b on Azure's conversation trace, to print 'no deployment meets')."""
-    from gpucast.catalog.llm import load_llm_models
-    from gpucast.domain.errors import NoFeasiblePlanError
-    from gpucast.domain.units import count_of
+    """Requests beyond the model's context window are rejected by every deployment of it:
+    where they are more than ``100 - percentile``% of the load, none meets the SLOs, and one
+    error says so before anything is simulated (:mod:`gpucast.app._context_window`; it
+    searched every GPU up to the replica cap, 41 s for llama-2-7b on Azure's conversation
+    trace, to print 'no deployment meets')."""
+    from gpucast.app._context_window import beyond_context_error
 
     need = requests.input_tokens + requests.output_tokens
-    beyond = int((need > spec.max_context).sum())
-    servable = 1.0 - beyond / max(need.size, 1)
-    if servable * 100.0 >= percentile - 1e-9:
-        return
-    longest = int(need.max())
-    longer = sorted(
-        (m for m in load_llm_models() if m.max_context >= longest), key=lambda m: m.total_params
-    )
-    model = (
-        f"a model whose context window holds {longest:,} tokens (e.g. {longer[0].name}: "
-        f"{longer[0].max_context:,})"
-        if longer
-        else "a model with a longer context window (catalog/data/llm_models.csv)"
-    )
-    raise NoFeasiblePlanError(
-        f"{beyond:,} of {count_of(need.size, 'request')} ({1 - servable:.1%}) need more than "
-        f"{spec.name}'s context window of {spec.max_context:,} tokens (prompt + output): every "
-        f"deployment of it drops them, so none serves {percentile:g}% of the requests within "
-        f"the SLOs (at most {servable:.1%})",
-        fix=f"serve {model}, or an SLO at the {math.floor(servable * 1000) / 10:g}th percentile "
-        "or lower (plan serve: --slo-percentile)",
-    )
+    error = beyond_context_error(
+        beyond=int((need > spec.max_context).sum()), total=int(need.size),
+        longest=int(need.max()), windows=((spec.name, spec.max_context),),
+        percentile=percentile, percentile_flag="plan serve: --slo-percentile",
+    )  # fmt: skip
+    if error is not None:
+        raise error
 
 
 def plan_llm_serve(

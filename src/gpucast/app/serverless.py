@@ -351,7 +351,7 @@ class SimulateServerlessRequest(ServerlessLoad):
         parse=lower_text,
         help="Latency SLO of an invocation, cold starts included, as plan serverless's: "
         "pNN<LATENCY (ms or s); prints the share of invocations within LATENCY and whether "
-        "the pNN latency is.",
+        "the pNN latency is (an LLM request beyond the context window: a miss).",
         example="p99<500ms",
     )
 
@@ -426,6 +426,7 @@ class SimulateServerlessResult:
         idle_gpu_hours = self.warm_idle_gib_hours / self.gpu_memory_gib
         return {
             **r.to_dict(),
+            "rejected_beyond_context": 0 if r.rejected is None else int(r.rejected.sum()),
             "unit": self.unit,
             "units": len(r.functions),
             "functions": _functions(self.apps, len(r.functions)),
@@ -556,6 +557,10 @@ class _Load:
     host_memory_mb: FloatArray | None = None
     #: the GPUs each unit's instance holds (a language model split over several), None: one
     instance_gpus: FloatArray | None = None
+    #: ``(units, bins)`` requests beyond the model's context window, rejected at arrival by
+    #: every deployment (an Azure LLM trace; None: none): not invocations, misses in every
+    #: latency percentile and SLO share (:func:`gpucast.simulate.serverless.with_rejected`)
+    rejected: IntArray | None = None
 
     @property
     def gpus(self) -> FloatArray:
@@ -569,10 +574,11 @@ class _Load:
 
 def _llm_functions(
     request: ServerlessLoad, trace: ServerlessTrace, gpu: GpuSpec, storage: str
-) -> tuple[tuple[GpuFunction, ...], FloatArray, IntArray, tuple[str, ...]]:
+) -> tuple[tuple[GpuFunction, ...], FloatArray, IntArray, IntArray, tuple[str, ...]]:
     """One :func:`~gpucast.inputs.serverless.llm_gpu_function` per function of an LLM trace
     (function i serves model i mod len(models)), their service-time quantiles, the counts of
-    the requests served (those within the model's context window) and warnings."""
+    the requests served (those within the model's context window) and of those rejected
+    (beyond it) per function and bin, and warnings."""
     import numpy as np
 
     from gpucast.inputs.llm_serving import is_llm_model
@@ -604,6 +610,7 @@ def _llm_functions(
     funcs, services, warnings = [], [], []
     n_bins = int(trace.counts.shape[1])
     counts = np.zeros((len(trace.tokens), n_bins), dtype=np.int64)
+    rejected = np.zeros_like(counts)
     for i, (bins, inp, out) in enumerate(trace.tokens):
         model = request.models[i % len(request.models)]
         f, service, notes = llm_gpu_function(
@@ -613,10 +620,11 @@ def _llm_functions(
         )  # fmt: skip
         served = ~np.isnan(service)
         counts[i] = np.bincount(bins[served], minlength=n_bins)
+        rejected[i] = np.bincount(bins[~served], minlength=n_bins)
         funcs.append(f)
         services.append(service[served])
         warnings += [f"{trace.names[i]}: {n}" for n in notes]
-    return tuple(funcs), service_quantiles(services), counts, tuple(warnings)
+    return tuple(funcs), service_quantiles(services), counts, rejected, tuple(warnings)
 
 
 def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
@@ -639,9 +647,10 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
         trace = synthetic_trace(request.synthetic, minutes=request.minutes, seed=request.seed)
     pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}").value
     if trace.tokens:
-        funcs, spread, served, notes = _llm_functions(request, trace, gpu, storage)
+        funcs, spread, served, rejected, notes = _llm_functions(request, trace, gpu, storage)
         return _Load(
             trace=dataclasses.replace(trace, counts=served),
+            rejected=rejected if rejected.any() else None,
             functions=funcs,
             gpu=gpu,
             price=price,
@@ -963,6 +972,7 @@ def simulate_serverless(
         exec_spread=load.exec_spread,
         warmup_s=request.warmup_s,
         instance_gpus=load.gpus,
+        rejected=load.rejected,
     )
     pool = None
     if request.pool_gpus is not None:
@@ -980,6 +990,7 @@ def simulate_serverless(
             exec_spread=load.exec_spread,
             warmup_s=request.warmup_s,
             instance_gpus=load.gpus,
+            rejected=load.rejected,
         )
     assumptions = {
         **_load_assumptions(request, load),
@@ -1046,13 +1057,13 @@ def _slo_standing(text: str, result: ServerlessResult, load: _Load) -> dict[str,
     import numpy as np
 
     from gpucast.app.serve import parse_slo
-    from gpucast.simulate.serverless import slo_standing
+    from gpucast.simulate.serverless import slo_standing, with_rejected
 
     percentile, slo_s = parse_slo(text)
     warm = result.invocations - result.cold_starts
     at_s, share = slo_standing(
         np.asarray(load.exec_s, dtype=np.float64),
-        ((0.0, warm), (load.cold_s, result.cold_starts)),
+        with_rejected(((0.0, warm), (load.cold_s, result.cold_starts)), result.rejected),
         percentile=percentile, slo_s=slo_s, spread=load.exec_spread,
     )  # fmt: skip
     return {
@@ -1186,6 +1197,7 @@ class PlanServerlessResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.plan.to_dict(),
+            "rejected_beyond_context": self.plan.rejected,
             "validation": self.validation.to_dict(),
             "cold_start_validation": None
             if self.cold_start_validation is None
@@ -1233,6 +1245,8 @@ def plan_serverless(
             if request.trace is None
             else "give a trace (or --day) with invocations",
         )
+    if request.slo_scope == "invocations":
+        _check_servable_share(load, percentile, request.warmup_s)
     always_on: AlwaysOnSizing | None = None
     always_on_warnings: tuple[str, ...] = ()
     if load.trace.tokens:  # language models batch continuously when always on
@@ -1267,6 +1281,7 @@ def plan_serverless(
         always_on=always_on,
         always_on_by_peak=not load.trace.tokens,  # a request at a time: not how LLMs serve
         budget_usd=request.budget_usd,
+        rejected=load.rejected,
     )
     limit = format_slo_latency(slo_s)
     slo = (
@@ -1312,6 +1327,33 @@ def plan_serverless(
         models=load.functions,
         defaults=defaults_used(request, ("gpu", "slo")),
     )
+
+
+def _check_servable_share(load: _Load, percentile: float, warmup_s: float) -> None:
+    """Where the requests beyond the context window (after the warm-up, as invocations are
+    counted) alone exceed ``100 - percentile``% of the calls, no candidate meets the SLO:
+    plan serve's one line (:mod:`gpucast.app._context_window`), before any candidate is
+    sized."""
+    import numpy as np
+
+    from gpucast.app._context_window import beyond_context_error
+    from gpucast.catalog.llm import llm_model
+    from gpucast.simulate.serverless import rejected_after, warmup_bins
+
+    if load.rejected is None:
+        return
+    counts = load.trace.counts
+    n_warm = warmup_bins(warmup_s, 60.0, int(counts.shape[1]))
+    beyond = int(rejected_after(load.rejected, counts.shape, n_warm).sum())
+    models = dict.fromkeys(f.model for f in load.functions)
+    error = beyond_context_error(
+        beyond=beyond, total=beyond + int(counts[:, n_warm:].sum()),
+        longest=max(int(np.max(inp + out)) for _, inp, out in load.trace.tokens),
+        windows=tuple((m, llm_model(m).max_context) for m in models),
+        percentile=percentile, percentile_flag="--slo pNN<LATENCY",
+    )  # fmt: skip
+    if error is not None:
+        raise error
 
 
 def _always_on_text(request: PlanServerlessRequest, plan: ServerlessPlan) -> str:

@@ -84,18 +84,32 @@ def apps_line(d: dict[str, Any]) -> str | None:
     )
 
 
-def _slo_lines(slo: dict[str, Any] | None) -> list[str]:
+def _slo_lines(slo: dict[str, Any] | None, rejected: int = 0) -> list[str]:
     """``--slo`` of simulate serverless: met or missed, the latency at its percentile and the
-    share of invocations within it (none without --slo)."""
+    share of invocations within it (of the requests, ``rejected`` ones beyond the context
+    window counted as misses, where there are any; none without --slo)."""
     if slo is None:
         return []
+    calls = "requests (the rejected as misses)" if rejected else "invocations"
     q, limit = f"p{slo['percentile']:g}", format_slo_latency(slo["latency_s"])
     verdict = {True: "met", False: "missed", None: "-"}[slo["met"]]
     return [
         f"  SLO {q} <= {limit} {verdict}: {q} "
         f"{format_ms_against(slo['latency_at_percentile_s'], slo['latency_s'])} ms, "
-        f"{format_pct_against(slo['share_within'], slo['percentile'] / 100)}% of invocations "
+        f"{format_pct_against(slo['share_within'], slo['percentile'] / 100)}% of {calls} "
         f"within {limit} (cold starts included)"
+    ]
+
+
+def rejected_lines(d: dict[str, Any]) -> list[str]:
+    """The requests beyond the context window (an LLM trace), where there are any: rejected
+    at arrival, no invocation, misses in every percentile and SLO share."""
+    n = d.get("rejected_beyond_context", 0)
+    if not n:
+        return []
+    return [
+        f"  rejected: {n:,} beyond the context window (at arrival, by every deployment: not "
+        "invocations, infinitely late in every latency percentile and SLO share)"
     ]
 
 
@@ -139,8 +153,9 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
         f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
         f"{d['unit_cold_start_pct_p75']:.1f}%)",
+        *rejected_lines(d),
         f"  latency p50 {latency_text(lat['p50'])}, p99 {latency_text(lat['p99'])}",
-        *_slo_lines(d.get("slo")),
+        *_slo_lines(d.get("slo"), d.get("rejected_beyond_context", 0)),
         f"  GPU-hours billed {format_amount(d['billed_gpu_hours'])} "
         f"({d['billing']} billing; {other}), "
         f"US$ {d['cost_usd']:,.2f} at {d['price_usd_per_hour']:.4g} US$/h",
@@ -197,6 +212,7 @@ def plan_header_lines(d: dict[str, Any]) -> list[str]:
         f"{default_text(d, '--slo')} {scope} "
         f"({sizing}, memory of all models {count_of(d['memory_gpus'], 'GPU')})",
         *_arrivals(d),
+        *rejected_lines(d),
     ]
 
 

@@ -672,7 +672,7 @@ def llm_gpu_function(
     latency (:func:`gpucast.predict.llm_infer.request_latency_s`: prefill, then its decode
     steps); the cold start loads the catalog weights (:func:`gpu_cold_start`). Returns the
     function, the service time of each request (NaN for a request beyond the context window:
-    dropped) and warnings."""
+    rejected at arrival, :mod:`gpucast.app._context_window`) and warnings."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
@@ -700,7 +700,8 @@ def llm_gpu_function(
     if beyond.any():
         warnings.append(
             f"{int(beyond.sum())} of {beyond.size} requests need more than {spec.name}'s "
-            f"context window of {spec.max_context} tokens; they are dropped"
+            f"context window of {spec.max_context} tokens; they are rejected at arrival (no "
+            "invocation, no cost) and count as misses in every latency percentile and SLO share"
         )
     inp, out = input_tokens[~beyond], output_tokens[~beyond]
     longest = int(np.argmax(inp + out))

@@ -69,9 +69,11 @@ from gpucast.simulate.serverless import (
     BILLINGS,
     function_percentiles,
     latency_summary,
+    rejected_after,
     simulate_gpu_pool,
     simulate_keep_alive,
     warmup_bins,
+    with_rejected,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -176,6 +178,9 @@ class ServerlessPlan:
     always_on_sizing: str = "peak minute"
     #: the most a candidate may cost over the counted minutes, US$ (None: no cap)
     budget_usd: float | None = None
+    #: calls every candidate refuses at arrival, counted after the warm-up (not invocations;
+    #: infinitely late in every candidate's percentiles and shares)
+    rejected: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -260,6 +265,7 @@ def plan_serverless(
     always_on: AlwaysOnSizing | None = None,
     always_on_by_peak: bool = True,
     budget_usd: float | None = None,
+    rejected: npt.ArrayLike | None = None,
 ) -> ServerlessPlan:
     """The candidates for ``counts`` (module docstring), cheapest first, and the choice.
 
@@ -274,7 +280,10 @@ def plan_serverless(
     leaves the always-on and pool candidates out (they could not be sized: the caller says
     why); ``budget_usd``: the most the choice may cost over the counted minutes (a candidate
     above it is marked ``within_budget`` False; candidates meeting the SLO, none within it:
-    :class:`~gpucast.domain.errors.NoFeasiblePlanError` naming the cheapest of them)."""
+    :class:`~gpucast.domain.errors.NoFeasiblePlanError` naming the cheapest of them);
+    ``rejected``: ``(functions, minutes)`` calls every deployment refuses at arrival (an LLM
+    request beyond the context window): no invocation, infinitely late in every candidate's
+    latency (:func:`gpucast.simulate.serverless.with_rejected`)."""
     if billing not in BILLINGS:
         raise InvalidSpecError("billing", f"must be one of {', '.join(BILLINGS)}", got=billing)
     if slo_scope not in SLO_SCOPES:
@@ -313,6 +322,7 @@ def plan_serverless(
     horizon_h = (n_t - n_warm) * bin_s / 3600.0  # what is counted and priced
     measured = table[:, n_warm:]
     invocations = measured.sum(axis=1).astype(np.float64)
+    refused = rejected_after(rejected, table.shape, n_warm)
 
     def ok(latency_s: float, share: float) -> bool:
         if slo_scope == "functions":
@@ -326,6 +336,7 @@ def plan_serverless(
         """p50, latency at the SLO percentile, the two shares of functions, and the verdict
         (``service``: the mean service time per function and its spread)."""
         mean, spread = service
+        cases = with_rejected(cases, refused)
         p50, pq = _latency(mean, cases, slo_percentile, spread)
         met, over = _function_shares(mean, cases, slo_percentile, slo_s, spread)
         return p50, pq, met, over, ok(pq, met)
@@ -549,4 +560,5 @@ def plan_serverless(
             always_on.sizing if always_on is not None else "peak minute" if by_peak else "none"
         ),
         budget_usd=budget_usd,
+        rejected=int(refused.sum()),
     )

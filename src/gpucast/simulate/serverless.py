@@ -20,6 +20,12 @@ warm-but-idle time, GPU-seconds billed all come from the bins after it. Without 
 function starts unloaded at the first bin, so its first call is a cold start whatever the
 policy (a rarely called function's own p99); a production day does not start cold.
 
+Rejected calls (``rejected``, both simulators and :func:`slo_standing`): requests every
+deployment refuses at arrival (an LLM request beyond the model's context window). They start
+no instance and are no invocation, but count in every latency percentile and SLO share as
+infinitely late (:func:`with_rejected`: one case at +inf); the mean and max are over the calls
+served.
+
 Pure: numbers in, numbers out (no files, no clock).
 """
 
@@ -56,12 +62,14 @@ __all__ = [
     "function_percentiles",
     "keep_alive_windows",
     "latency_summary",
+    "rejected_after",
     "service_quantiles",
     "simulate_gpu_pool",
     "simulate_keep_alive",
     "slo_standing",
     "warmup_bins",
     "weighted_percentiles",
+    "with_rejected",
 ]
 
 
@@ -95,6 +103,9 @@ class ServerlessResult:
     idle_s: FloatArray | None = None
     #: per function, the GPUs one instance holds (None: one each)
     instance_gpus: FloatArray | None = None
+    #: per function, the calls rejected at arrival after the warm-up (module docstring; None:
+    #: none), not among ``invocations`` but in ``latency_s``'s percentiles as infinitely late
+    rejected: IntArray | None = None
 
     @property
     def gpus(self) -> FloatArray:
@@ -393,19 +404,32 @@ def latency_summary(
     ``(functions, K)`` service times at K equally likely points (:func:`service_quantiles`),
     when a function's calls differ (tokens of LLM requests); without it every call of a
     function takes ``run``. Returns ``p{q}`` for ``qs``, ``mean`` (exact, from ``run``) and
-    ``max``."""
+    ``max``; a case at +inf (:func:`with_rejected`) counts in the percentiles as infinitely
+    late, while the mean and max are over the calls served (finite extras)."""
     table, weight = _call_table(run, cases, spread)
     v, w = table.ravel(), weight.ravel()
-    mean_num = 0.0  # exact, from each function's mean service time
+    mean_num = served = 0.0  # exact, from each function's mean service time
     for extra, calls in cases:
         add = np.broadcast_to(np.asarray(extra, dtype=np.float64), run.shape)
-        mean_num += float((np.broadcast_to(np.asarray(calls, dtype=np.float64), run.shape)
-                           * (run + add)).sum())  # fmt: skip
+        n = np.where(np.isfinite(add), np.broadcast_to(np.asarray(calls, np.float64), run.shape), 0)
+        mean_num += float((n * np.where(np.isfinite(add), run + add, 0.0)).sum())
+        served += float(n.sum())
     total = float(w.sum())
     out = dict(zip((f"p{q:g}" for q in qs), weighted_percentiles(v, w, qs), strict=True))
-    out["mean"] = mean_num / total if total else math.nan
-    out["max"] = float(v[w > 0].max()) if total else math.nan
+    out["mean"] = mean_num / served if served else math.nan
+    finite = (w > 0) & np.isfinite(v)
+    out["max"] = float(v[finite].max()) if total and finite.any() else math.nan
     return out
+
+
+def with_rejected(
+    cases: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], rejected: npt.ArrayLike | None
+) -> tuple[tuple[npt.ArrayLike, npt.ArrayLike], ...]:
+    """``cases`` and the ``rejected`` calls per function (refused at arrival: module
+    docstring) as one more case at +inf; ``cases`` alone when there are none."""
+    if rejected is None or not np.any(np.asarray(rejected)):
+        return tuple(cases)
+    return (*cases, (math.inf, rejected))
 
 
 def slo_standing(
@@ -454,6 +478,17 @@ def function_percentiles(
     return out
 
 
+def rejected_after(rejected: npt.ArrayLike | None, shape: tuple[int, ...], n_warm: int) -> IntArray:
+    """Per function, the calls of a ``(functions, bins)`` ``rejected`` table (module
+    docstring; None: none) after the first ``n_warm`` bins, as invocations are counted."""
+    if rejected is None:
+        return np.zeros(shape[0], dtype=np.int64)
+    table = np.asarray(rejected)
+    if table.shape != shape or (table.size and table.min() < 0):
+        raise InvalidSpecError("rejected", f"must be a {shape} table of counts >= 0")
+    return table[:, n_warm:].sum(axis=1).astype(np.int64)
+
+
 def _per_function(name: str, value: npt.ArrayLike, n: int) -> FloatArray:
     arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).astype(np.float64)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
@@ -485,6 +520,7 @@ def simulate_keep_alive(
     exec_spread: FloatArray | None = None,
     warmup_s: float = 0.0,
     instance_gpus: npt.ArrayLike = 1,
+    rejected: npt.ArrayLike | None = None,
 ) -> ServerlessResult:
     """Cold starts, latency and warm-idle memory-time of ``policy`` (module docstring).
 
@@ -493,7 +529,8 @@ def simulate_keep_alive(
     ``instance_gpus`` (the GPUs an instance holds): per function (or one value for all);
     ``exec_spread``: each function's service times at equally likely points when its calls
     differ (:func:`latency_summary`); ``warmup_s``: the first bins simulated but not counted
-    (:func:`warmup_bins`).
+    (:func:`warmup_bins`); ``rejected``: ``(functions, bins)`` calls refused at arrival
+    (module docstring).
     """
     table = np.asarray(counts)
     if table.ndim != 2:
@@ -535,8 +572,11 @@ def simulate_keep_alive(
     cold_starts = np.bincount(func, weights=cold & counted, minlength=n_f).astype(np.int64)
     idle_bins = np.bincount(func, weights=idle_loaded, minlength=n_f)
     n_busy = np.bincount(func, weights=counted, minlength=n_f).astype(np.float64)
+    refused = rejected_after(rejected, table.shape, n_warm)
     latency = latency_summary(
-        run, ((0.0, invocations - cold_starts), (cold_cost, cold_starts)), spread=exec_spread
+        run,
+        with_rejected(((0.0, invocations - cold_starts), (cold_cost, cold_starts)), refused),
+        spread=exec_spread,
     )
     return ServerlessResult(
         functions=names,
@@ -553,6 +593,7 @@ def simulate_keep_alive(
         warmup_s=n_warm * bin_s,
         idle_s=np.asarray(idle_bins * bin_s, dtype=np.float64),
         instance_gpus=gpus,
+        rejected=refused if refused.any() else None,
     )
 
 
@@ -670,6 +711,7 @@ def simulate_gpu_pool(
     exec_spread: FloatArray | None = None,
     warmup_s: float = 0.0,
     instance_gpus: npt.ArrayLike = 1,
+    rejected: npt.ArrayLike | None = None,
 ) -> PoolResult:
     """Swaps and latency of functions multiplexed on ``gpus`` GPUs with ``capacity_gib`` of
     GPU memory in all; a function's model runs on ``instance_gpus`` of them (per function, or
@@ -681,7 +723,8 @@ def simulate_gpu_pool(
     in the bin are evicted. One loop over bins, vectorised over functions inside each. Each
     bin's execution GPU-seconds (calls x ``exec_s``) are compared with ``gpus`` x ``bin_s``
     (:class:`PoolResult`: overloaded bins, the GPUs needed, what is billed). The first
-    ``warmup_s`` fill the cache but are not counted (module docstring).
+    ``warmup_s`` fill the cache but are not counted, and ``rejected`` calls count as
+    infinitely late (module docstring).
     """
     table = np.asarray(counts)
     if table.ndim != 2 or (table.size and table.min() < 0):
@@ -739,13 +782,16 @@ def simulate_gpu_pool(
             used -= float(freed[n_out - 1]) if n_out else 0.0
             if used > capacity_gib + 1e-9 and t >= n_warm:
                 over += 1
+    refused = rejected_after(rejected, table.shape, n_warm)
     table = table[:, n_warm:]
     invocations = table.sum(axis=1).astype(np.int64)
     busy = (run * per_call) @ table  # execution GPU-seconds per bin after the warm-up
     overloaded = int(np.count_nonzero(busy > gpus * bin_s * (1.0 + 1e-12)))
     latency = latency_summary(
         run,
-        ((0.0, invocations - swapped - first), (swap, swapped), (cold_cost, first)),
+        with_rejected(
+            ((0.0, invocations - swapped - first), (swap, swapped), (cold_cost, first)), refused
+        ),
         spread=exec_spread,
     )
     return PoolResult(
