@@ -486,7 +486,7 @@ def rejected_after(rejected: npt.ArrayLike | None, shape: tuple[int, ...], n_war
     table = np.asarray(rejected)
     if table.shape != shape or (table.size and table.min() < 0):
         raise InvalidSpecError("rejected", f"must be a {shape} table of counts >= 0")
-    return table[:, n_warm:].sum(axis=1).astype(np.int64)
+    return np.asarray(table[:, n_warm:].sum(axis=1), dtype=np.int64)
 
 
 def _per_function(name: str, value: npt.ArrayLike, n: int) -> FloatArray:
