@@ -30,7 +30,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.embeddings import check_cache_policy
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
-from gpucast.domain.options import as_flags, option
+from gpucast.domain.options import as_flags, lower_text, option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -126,7 +126,9 @@ class PlanEmbeddingsRequest:
         example="none",
     )
     ssd_drives: int = option(1, help="SSD drives per node (the SSD tier).", example="4")
-    cache_policy: str = option("lru", help="UVM cache policy: lru or lfu.", example="lfu")
+    cache_policy: str = option(
+        "lru", parse=lower_text, help="UVM cache policy: lru or lfu.", example="lfu"
+    )
     locality: str = option(
         "2022",
         help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022 (its first trace) "
@@ -608,6 +610,7 @@ class PredictEmbeddingCacheRequest:
     )
     policy: str = option(
         "lru",
+        parse=lower_text,  # any case, as --precision (QA 39 G #11: --policy LRU was refused)
         help="Cache policy: lru, or lfu (per-row counters over all rows, as FBGEMM's).",
         example="lfu",
     )
