@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,27 +25,27 @@ PRICES = PriceTable(
 )
 
 
+#: 4 spot K80 workers revoked at 1.5/h, replaced, over 5 strata of the step time
+SCENARIO = ClusterScenario(
+    workers=(WorkerGroup(gpu="K80", count=4, region="us-east1", spot=True),),
+    steps=20_000,
+    checkpoint_every_steps=2_000,
+    replace_revoked=True,
+)
+JOB: dict[str, Any] = {
+    "speed": SpeedTable.linear([2.0], [4]),
+    "prices": PRICES,
+    "lifetimes": [ExponentialLifetime(hazard_per_hour=1.5)],
+    "startup_spot_s": 80.0,
+    "startup_on_demand_s": 60.0,
+    "checkpoint_s": 3.0,
+    "restart_penalty_s": 100.0,
+    "speed_factors": FACTORS,
+}
+
+
 def _runs(runs: int, seed: int) -> RunStatistics:
-    """4 spot K80 workers revoked at 1.5/h, replaced, over 5 strata of the step time."""
-    res = simulate_scenario(
-        ClusterScenario(
-            workers=(WorkerGroup(gpu="K80", count=4, region="us-east1", spot=True),),
-            steps=20_000,
-            checkpoint_every_steps=2_000,
-            replace_revoked=True,
-        ),
-        speed=SpeedTable.linear([2.0], [4]),
-        prices=PRICES,
-        lifetimes=[ExponentialLifetime(hazard_per_hour=1.5)],
-        startup_spot_s=80.0,
-        startup_on_demand_s=60.0,
-        checkpoint_s=3.0,
-        restart_penalty_s=100.0,
-        runs=runs,
-        seed=seed,
-        speed_factors=FACTORS,
-    )
-    return res.transient
+    return simulate_scenario(SCENARIO, runs=runs, seed=seed, **JOB).transient
 
 
 def test_the_ci_shrinks_as_one_over_root_runs_and_covers_a_long_runs_mean() -> None:
