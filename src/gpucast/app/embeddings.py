@@ -382,7 +382,6 @@ def plan_embeddings(
     request = resolve(PlanEmbeddingsRequest, request, options, config)
     model = rec_model_input(request.model, request.tables, request.batch)
     hw, gpu_name, price, notes = _hardware(request)
-    request = replace(request, gpus=hw.gpus)  # the GPUs planned: --gpus, the cluster's, or 8
     uneven = _batch_split(model.global_batch, hw.gpus, given=request.batch is not None)
     window = _window(request.locality, "locality")
     curve = hit_rate_curve(request.data_dir, window.window, request.cache_policy, window.trace)
@@ -409,7 +408,7 @@ def plan_embeddings(
         "uvm hit rate": _hit_rate_note(model, curve.source, own.value, own.source),
     }
     if best.ssd_bytes_per_node > 0 or hw.nodes > 1:
-        tiers = validation_for("embedding-cache-tiers", [gpu_name], "fp32", request.gpus)
+        tiers = validation_for("embedding-cache-tiers", [gpu_name], "fp32", hw.gpus)
         notes["tier shares validated"] = tiers.text()
     if hw.nodes > 1:
         notes["hierarchical ps"] = (
@@ -442,7 +441,7 @@ def plan_embeddings(
         dense_priced_step_s=emb.dense_priced_step_s(model, hw),
         global_batch=model.global_batch,
         price_usd_per_gpu_hour=price,
-        validation=_validation(model.name, request, gpu_name),
+        validation=_validation(model.name, request, gpu_name, hw.gpus),
         assumptions=notes,
         warnings=tuple(warnings),
         dense_priced=not unpriced,
@@ -532,7 +531,7 @@ def _unpriced_dense(model: RecModel) -> str:
     )
 
 
-def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validation:
+def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str, gpus: int) -> Validation:
     """The sharding model's validated error -- for the shipped models it was checked on
     (MLPerf DLRM-DCNv2), "not validated" for every other model or tables file."""
     from gpucast.catalog.validation import validation_for
@@ -542,7 +541,7 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
         # the MLPerf runs it was checked on train in mixed precision (the plan prices fp32
         # tables and the dense part at the BF16 peak), not fp32; "mixed" alone reads as the
         # plan named mixed printed above it (QA 37 G #15)
-        checked = validation_for("embedding-sharding", [gpu], VALIDATED_PRECISION, request.gpus)
+        checked = validation_for("embedding-sharding", [gpu], VALIDATED_PRECISION, gpus)
         precision = f", {VALIDATED_PRECISION},"
         return replace(
             checked,
@@ -550,7 +549,7 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
         )
     return Validation(
         model="embedding-sharding",
-        regime=f"{model} on {request.gpus} x {gpu} (the sharding model is validated only on "
+        regime=f"{model} on {gpus} x {gpu} (the sharding model is validated only on "
         "MLPerf DLRM-DCNv2 time to train: python benchmarks/dlrm_mlperf.py)",
         error=None,
     )
