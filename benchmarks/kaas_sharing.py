@@ -9,7 +9,8 @@ kernels; :func:`gpucast.inputs.serverless.kernel_sequence`). Poisson arrivals, t
 every sharing at one load; the load is the pool's utilisation if shared by 2 GPUs (the rate
 per function set so). Reported per sharing: GPUs, p50/p99 latency over all invocations and
 the tiny function's p99 (the one a long function blocks), throughput, utilisation; with a
-dispatch cost of 0 and 20 us per unit of work (a kernel under KaaS, an invocation otherwise).
+dispatch cost of 0 and 20 us per unit of work (a kernel under KaaS, an invocation otherwise)
+beyond the launch overhead every kernel pays (in its time, as simulate serve prices it).
 No published figure to compare with: the KaaS paper (Pemberton et al.) measured a different
 system; this table shows what the model predicts.
 """

@@ -178,6 +178,29 @@ def test_cluster_options_are_checked(tmp_path: Path) -> None:
     assert mine.hardware.link_gbps == pytest.approx(64.0)
 
 
+def test_a_cluster_is_planned_whole_unless_gpus_says_fewer(tmp_path: Path) -> None:
+    """QA 39 G #10: --cluster of 2 x 8 H100 (or --nodes 4) planned the --gpus default of 8
+    without a word; now all of its GPUs, as predict train and predict llm-train --cluster."""
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(
+        "name: lab\ngpu: H100\ngpus_per_node: 8\nnodes: 2\nintra_node: nvswitch\n"
+        "intra_node_gbps: 900\ninter_node_gbps: 400\n"
+    )
+    whole = gpucast.plan_embeddings(model="dlrm-dcnv2", cluster=cluster)
+    assert whole.hardware.gpus == 16 and whole.to_dict()["gpus"] == 16
+    assert whole.assumptions["gpus"] == (
+        "16 of the cluster's 16 GPUs (2 nodes of 8 GPUs; default: all of them; --gpus N for fewer)"
+    )
+    shape = gpucast.plan_embeddings(model="dlrm-dcnv2", cluster="DGX-H100", cluster_nodes=4)
+    assert shape.hardware.gpus == 32 and shape.hardware.nodes == 4
+    half = gpucast.plan_embeddings(model="dlrm-dcnv2", cluster=cluster, gpus=8)
+    assert half.hardware.gpus == 8 and half.assumptions["gpus"].endswith("; --gpus 8)")
+    with pytest.raises(InvalidSpecError, match=r"^gpus: exceeds the 16 GPUs .* --gpus <= 16"):
+        gpucast.plan_embeddings(model="dlrm-dcnv2", cluster=cluster, gpus=32)
+    # without a cluster: 8, said as before by the headline
+    assert gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="H100").hardware.gpus == 8
+
+
 def test_a_batch_that_does_not_split_over_the_gpus() -> None:
     """--batch 7 on 8 GPUs was priced without a word (QA 35 R #11)."""
     with pytest.raises(InvalidSpecError, match=r"^batch: 7 samples is fewer than the 8 GPUs"):

@@ -459,6 +459,11 @@ def test_dorylus_split_prices_three_epochs() -> None:
               "--split"],
     )  # fmt: skip
     assert text.exit_code == 0 and "epoch cpu+serverless" in text.output
+    # one unit: the headline's ms (QA 39 G #7: "533 ms per step" above "epoch gpu 0.533 s")
+    head, *rows = [ln for ln in text.output.splitlines() if " ms" in ln][:4]
+    step_ms = head.split(": ")[1].split(" ms per step")[0]
+    assert rows[0].split()[:4] == ["epoch", "gpu", step_ms, "ms"]
+    assert all(" s " not in ln and " s)" not in ln for ln in rows), rows
 
 
 @pytest.mark.parametrize(

@@ -69,15 +69,16 @@ def test_an_unknown_model_names_options_kaas_has() -> None:
 
 
 def test_an_overloaded_pool_says_so_and_marks_its_percentiles() -> None:
-    """QA #1: 3,000 calls/s of resnet18 (0.61 ms on a T4) offer 1.8 GPUs of work to one GPU:
+    """QA #1: 2,200 calls/s of resnet18 (0.86 ms on a T4 with its kernels' launch overhead;
+    3,000 calls/s of 0.61 ms before QA 39 S #5) offer 1.9 GPUs of work to one GPU:
     every way of sharing is overloaded, the warning gives offered vs served calls/s and the
     GPUs the work needs, and the percentiles measure the run's length (they grow with it)."""
-    short = gpucast.simulate_kaas(models=["resnet18"], rate=3000, duration_s=0.5)
-    longer = gpucast.simulate_kaas(models=["resnet18"], rate=3000, duration_s=1)
+    short = gpucast.simulate_kaas(models=["resnet18"], rate=2200, duration_s=0.5)
+    longer = gpucast.simulate_kaas(models=["resnet18"], rate=2200, duration_s=1)
     d = longer.to_dict()
     for name, r in d["sharing"].items():
         assert r["overloaded"] and not r["latency_steady"], name
-        assert r["offered_per_s"] == pytest.approx(3000, rel=0.05)
+        assert r["offered_per_s"] == pytest.approx(2200, rel=0.05)
         assert r["throughput_per_s"] < 0.6 * r["offered_per_s"]
         assert r["gpus_needed"] == 2
         assert r["latency_s"]["p50"] > short.to_dict()["sharing"][name]["latency_s"]["p50"]
@@ -102,7 +103,8 @@ def test_a_model_given_twice_is_two_functions_each_reported() -> None:
     assert d["sharing"]["dedicated"]["gpus"] == 2
     assert list(d["sources"]) == ["model mlp"]
     # QA session 35: an MLP's pass on a T4 read "5 kernels, 0.00 ms" beside its p50 0.00054 ms
-    assert d["sources"]["model mlp"].startswith("5 kernels, 0.00054 ms on T4")
+    assert d["sources"]["model mlp"].startswith("5 kernels, 0.02 ms on T4")
+    assert "0.00054 ms on the device" in d["sources"]["model mlp"]
 
 
 def test_the_validation_line_names_no_data_it_was_not_measured_on() -> None:

@@ -100,6 +100,22 @@ def test_instance_lifetimes_and_a_hazard(tmp_path: Path) -> None:
     assert flat.saved_in is None and flat.revocations_per_node_day == pytest.approx(6.0)
 
 
+def test_zero_length_lifetimes_are_counted_in_a_note(tmp_path: Path) -> None:
+    """QA 39 K #8: a row with start == end (a 0 s VM, most likely a logging artefact) was
+    fitted without a word; an end before the start is refused."""
+    rows = [f"{3600 * i},{3600 * i + 1800 + 60 * i},revoked" for i in range(30)]
+    rows[4] = "14400,14400,revoked"
+    rows[7] = "25200,25200,preempted"
+    path = tmp_path / "zero.csv"
+    path.write_text("start,end,reason\n" + "\n".join(rows) + "\n")
+    fitted = gpucast.fit_lifetimes(trace=str(path), name="z", save=False)
+    (note,) = fitted.notes
+    assert f"{path}: 2 row(s) end when they start (a 0 s lifetime; line 6, 9)" in note
+    assert "drop the rows if they are logging artefacts" in note
+    path.write_text("start,end,reason\n" + "\n".join(rows[:4] + rows[5:7] + rows[8:]) + "\n")
+    assert gpucast.fit_lifetimes(trace=str(path), name="z", save=False).notes == ()
+
+
 def test_an_unsorted_lifetimes_file_is_sorted_and_said_so(tmp_path: Path) -> None:
     # QA: an unsorted file was refused with "pass allow_unsorted=True", a Python keyword the
     # CLI has no flag for; lifetimes are intervals of their own, so order cannot matter

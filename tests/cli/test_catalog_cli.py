@@ -312,3 +312,21 @@ def test_estimated_offers_are_not_counted_as_read_from_their_source() -> None:
     sources = next(line for line in result.output.splitlines() if "sources (rows):" in line)
     assert "azure.microsoft.com" not in sources
     assert f"(estimated): {guessed} rows' prices not read from any source" in result.output
+
+
+def test_catalog_spot_gives_every_scenario_a_hazard_as_its_text_does() -> None:
+    """QA 39 K #14: the optimistic scenario's hazard_per_node_hour was null in --json (it
+    takes --interruption-band); now the default band's figure and where it comes from."""
+    from gpucast.predict.revocation import hazard_from_interruption_band
+
+    out = runner.invoke(app, ["catalog", "spot", "--json"])
+    assert out.exit_code == 0, out.output
+    by_name = {s["name"]: s for s in json.loads(out.stdout)["scenarios"]}
+    band = hazard_from_interruption_band("5-10%").hazard_per_hour
+    optimistic = by_name["optimistic"]
+    assert optimistic["hazard_per_node_hour"] == pytest.approx(band)
+    assert optimistic["hazard_source"].startswith("the --interruption-band of plan/simulate")
+    assert by_name["pessimistic"]["hazard_source"] == "spot_scenarios.csv"
+    text = runner.invoke(app, ["catalog", "spot"]).stdout
+    line = next(ln for ln in text.splitlines() if ln.startswith("optimistic"))
+    assert f"{band * 24:.3g} revocations/node/24 h (the --interruption-band, default 5-10%" in line

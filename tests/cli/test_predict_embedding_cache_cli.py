@@ -65,3 +65,21 @@ def test_a_blank_fractions_list_is_refused_and_an_empty_api_one_is_the_default(
     assert blank.exit_code == 2 and "fractions: needs 1 to 64 cache sizes" in blank.stderr
     api = gpucast.predict_embedding_cache(data_dir=shared_data, fractions=())
     assert [p.fraction for p in api.points] == list(DEFAULT_FRACTIONS)
+
+
+def test_a_cache_policy_is_read_in_any_case_as_precision_is(shared_data: Path) -> None:
+    """QA 39 G #11: --policy LRU was refused (case-sensitive) where --precision BF16 is not."""
+    argv = ["predict", "embedding-cache", "--data-dir", str(shared_data), "--fractions", "0.1"]
+    lower = runner.invoke(app, [*argv, "--policy", "lfu", "--json"])
+    upper = runner.invoke(app, [*argv, "--policy", "LFU", "--json"])
+    assert upper.exit_code == 0, upper.output
+    assert upper.stdout == lower.stdout
+    plan = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", cache_policy=" Lfu ")
+    assert (
+        plan.assumptions
+        == gpucast.plan_embeddings(
+            model="dlrm-dcnv2", gpu="A100-80GB", cache_policy="lfu"
+        ).assumptions
+    )
+    bad = runner.invoke(app, [*argv, "--policy", "MRU"])
+    assert bad.exit_code == 2 and "policy: must be lru or lfu (got 'mru')" in bad.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,22 @@ def test_json_shape_and_same_seed_same_output(tmp_path: Path) -> None:
     assert on_demand_s > 64000 / (4 * 4.5) * 1.01
     second = runner.invoke(app, args)
     assert second.stdout == first.stdout
+
+
+def test_the_mean_comes_with_its_95_percent_ci(tmp_path: Path) -> None:
+    """QA 39 K #6: the Monte Carlo's mean had no CI: a seed's noise looked like a result."""
+    args = [*_with(BASE, runs="100"), "--price-table", str(_prices(tmp_path)), "--seed", "2"]
+    as_json = runner.invoke(app, [*args, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    out = json.loads(as_json.stdout)
+    half_s = out["duration_s"]["mean_ci95_half"]
+    assert 0 < half_s < 0.2 * out["duration_s"]["mean"]
+    assert out["on_demand"]["revocations"]["mean_ci95_half"] == 0  # never revoked: no noise
+    text = runner.invoke(app, args)
+    assert text.exit_code == 0, text.output
+    hours = next(ln for ln in text.stdout.splitlines() if ln.strip().startswith("hours"))
+    assert f"mean {out['duration_s']['mean'] / 3600:.2f} +- {half_s / 3600:.2f}  " in hours
+    assert "transient (100 runs; mean +- its 95% CI)" in text.stdout
 
 
 def test_mixed_gpus_and_regions_run_end_to_end(tmp_path: Path) -> None:
@@ -287,11 +304,11 @@ def test_an_all_on_demand_scenario_prints_its_runs_once(tmp_path: Path) -> None:
     prices = ["--price-table", str(_prices(tmp_path))]
     spot = runner.invoke(app, [*_with(BASE, runs="50"), *prices])
     assert spot.exit_code == 0, spot.output
-    assert "transient (50 runs)" in spot.stdout and "on-demand (50 runs)" in spot.stdout
+    assert "transient (50 runs;" in spot.stdout and "on-demand (50 runs;" in spot.stdout
     args = [a for a in _with(BASE, runs="50") if a not in ("--spot", "--hazard-per-hour", "0.05")]
     on_demand = runner.invoke(app, [*args, "--on-demand", *prices])
     assert on_demand.exit_code == 0, on_demand.output
-    assert "transient (" not in on_demand.stdout and "on-demand (50 runs)" in on_demand.stdout
+    assert "transient (" not in on_demand.stdout and "on-demand (50 runs;" in on_demand.stdout
 
 
 QA_JOB = [
@@ -383,6 +400,9 @@ def test_the_text_names_the_job_and_an_allreduce_has_no_ps_nic() -> None:
     )
     central = next(line for line in lines if "at the central step time" in line)
     assert "mean never (runs that do not finish)" in central and "never h" not in central
+    # the on-demand runs end: their central mean comes with its CI (QA 39 K #6)
+    on_demand = [ln for ln in lines if "at the central step time (what plan" in ln][1]
+    assert re.search(r"mean [\d.]+ \+- <?[\d.]+ h, US\$ [\d.]+ \+- <?[\d.]+ \(95% CI\)", on_demand)
     speed = next(line for line in lines if line.startswith("speed: "))
     assert "PS NIC" not in speed and "worker NIC" in speed and "p3.2xlarge" in speed
     bad = runner.invoke(app, [*args[:-1], "gossip"])

@@ -39,7 +39,8 @@ def test_run_statistics_carry_their_strata() -> None:
     )
     assert runs.stratified
     central = runs.summary()["central"]
-    assert central == {"duration_s": pytest.approx(3600.0), "cost_usd": pytest.approx(10.0)}
+    assert central == {"duration_s": pytest.approx(3600.0), "cost_usd": pytest.approx(10.0),
+                       "duration_s_ci95_half": 0.0, "cost_usd_ci95_half": 0.0}  # fmt: skip
     with pytest.raises(InvalidSpecError, match="speed_factor"):
         RunStatistics(duration_s=f, cost_usd=f, revocations=np.zeros(6), speed_factor=f[:3])
 
@@ -58,7 +59,11 @@ def test_a_run_that_never_finishes_has_no_final_cost() -> None:
     assert runs.final_cost_usd.tolist() == [5.0, 10.0, math.inf, 5.0, 10.0, 20.0]
     out = runs.summary()
     assert out["cost_usd"]["mean"] == math.inf and out["cost_usd"]["p10"] == 5.0
-    assert out["central"] == {"duration_s": math.inf, "cost_usd": math.inf}
+    assert {k: out["central"][k] for k in ("duration_s", "cost_usd")} == {
+        "duration_s": math.inf,
+        "cost_usd": math.inf,
+    }
+    assert math.isnan(out["central"]["duration_s_ci95_half"])
     done = RunStatistics(duration_s=3600.0 * f, cost_usd=10.0 * f, revocations=np.zeros(6))
     assert done.final_cost_usd.tolist() == (10.0 * f).tolist()
 
@@ -72,7 +77,8 @@ def test_a_run_that_never_finishes_has_no_final_gpu_hours() -> None:
     )
     assert runs.final_gpu_s is not None
     assert runs.final_gpu_s.tolist() == [7200.0, math.inf, 14400.0]
-    assert runs.summary()["gpu_hours"] == {"mean": math.inf, "median": 4.0, "p10": 2.4,
-                                           "p90": math.inf}  # fmt: skip
+    gpu_hours = dict(runs.summary()["gpu_hours"])
+    assert math.isnan(gpu_hours.pop("mean_ci95_half"))  # no CI of an unbounded mean
+    assert gpu_hours == {"mean": math.inf, "median": 4.0, "p10": 2.4, "p90": math.inf}
     untracked = RunStatistics(duration_s=d, cost_usd=np.ones(3), revocations=np.zeros(3))
     assert untracked.final_gpu_s is None and "gpu_hours" not in untracked.summary()

@@ -540,7 +540,7 @@ def test_fallbacks_are_reported_only_when_enabled() -> None:
     assert "fallbacks" not in plain.to_frame().columns
     fb = result(60.0)
     out = fb.to_dict()
-    assert set(out["fallbacks"]) == {"mean", "median", "p10", "p90"}
+    assert set(out["fallbacks"]) == {"mean", "mean_ci95_half", "median", "p10", "p90"}
     assert out["fallbacks"]["mean"] > 0
     assert out["on_demand"]["fallbacks"]["mean"] == 0.0
     frame = fb.to_frame()

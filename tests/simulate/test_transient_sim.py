@@ -210,8 +210,8 @@ def test_result_json_shape_with_deadline() -> None:
     )
     out = res.to_dict()
     for key in ("duration_s", "cost_usd", "revocations"):
-        assert set(out[key]) == {"mean", "median", "p10", "p90"}  # type: ignore[arg-type]
-        assert set(out["on_demand"][key]) == {"mean", "median", "p10", "p90"}  # type: ignore[index]
+        assert set(out[key]) == {"mean", "mean_ci95_half", "median", "p10", "p90"}  # type: ignore[arg-type]
+        assert set(out["on_demand"][key]) == {"mean", "mean_ci95_half", "median", "p10", "p90"}  # type: ignore[index]
     assert 0.0 <= out["p_miss_deadline"] <= 1.0  # type: ignore[operator]
     assert out["on_demand"]["revocations"]["mean"] == 0.0  # type: ignore[index]
 

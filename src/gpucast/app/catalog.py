@@ -277,12 +277,24 @@ class SpotResult:
 
     markets: tuple[Any, ...]  # gpucast.domain.spot.SpotMarket
     scenarios: tuple[Any, ...]  # gpucast.domain.spot.SpotScenario
+    #: the hazard of a scenario that takes the --interruption-band (the optimistic one) at
+    #: the band's default, and what it is
+    band_hazard_per_node_hour: float
+    band_hazard_source: str
+
+    def hazard(self, scenario: Any) -> tuple[float, str]:
+        """A scenario's revocations per node-hour and where the figure comes from: the
+        scenario file's, or (the optimistic scenario) the default --interruption-band's."""
+        if scenario.hazard_per_node_hour is not None:
+            return scenario.hazard_per_node_hour, "spot_scenarios.csv"
+        return self.band_hazard_per_node_hour, self.band_hazard_source
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "markets": [asdict(m) for m in self.markets],
-            "scenarios": [asdict(s) for s in self.scenarios],
-        }
+        scenarios = []
+        for s in self.scenarios:
+            hazard, source = self.hazard(s)
+            scenarios.append(asdict(s) | {"hazard_per_node_hour": hazard, "hazard_source": source})
+        return {"markets": [asdict(m) for m in self.markets], "scenarios": scenarios}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per provider and kind of transient server."""
@@ -295,13 +307,22 @@ def catalog_spot(request: CatalogSpotRequest | None = None, /, **options: Any) -
     """How each provider's spot servers behave (notice, maximum lifetime, billing) and the
     pessimistic/optimistic scenarios plans use where no lifetime data applies."""
     from gpucast.catalog.spot import spot_market, spot_markets, spot_scenarios
+    from gpucast.domain.spot import DEFAULT_BAND
+    from gpucast.predict.revocation import hazard_from_interruption_band
 
     request = resolve(CatalogSpotRequest, request, options)
     markets = spot_markets()
     if request.provider is not None:
         spot_market(request.provider)  # an unknown provider names the known ones
         markets = tuple(m for m in markets if m.provider == request.provider.strip().lower())
-    return SpotResult(markets=markets, scenarios=tuple(spot_scenarios().values()))
+    band = hazard_from_interruption_band(DEFAULT_BAND)
+    return SpotResult(
+        markets=markets,
+        scenarios=tuple(spot_scenarios().values()),
+        band_hazard_per_node_hour=band.hazard_per_hour,
+        band_hazard_source=f"the --interruption-band of plan/simulate train at its default "
+        f"({band.source}; another band gives another hazard)",
+    )
 
 
 def _layout(value: Any) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.embeddings import check_cache_policy
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
-from gpucast.domain.options import as_flags, option
+from gpucast.domain.options import as_flags, lower_text, option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -38,6 +38,7 @@ from gpucast.domain.systems import (
     cluster_option,
     cluster_price_option,
     cluster_set_option,
+    used_gpus_text,
 )
 from gpucast.domain.units import count_of
 
@@ -54,6 +55,8 @@ VALIDATED_PRECISION = "mixed"
 DENSE_EFFICIENCY = 0.4
 #: Node defaults where the catalog has no offer with the GPU.
 DEFAULT_GPUS_PER_NODE = 8
+#: GPUs a plan shards over without --gpus or --cluster
+DEFAULT_GPUS = 8
 DEFAULT_HOST_GIB = 1024.0
 DEFAULT_NETWORK_GBPS = 100.0
 #: The most GPUs a plan is priced for (per-GPU arrays are allocated).
@@ -86,7 +89,12 @@ class PlanEmbeddingsRequest:
     gpu: str | None = option(
         None, help="Catalog GPU name [default: the --cluster's GPU].", example="A100-80GB"
     )
-    gpus: int = option(8, help="GPUs the tables are sharded over.", example="8")
+    gpus: int | None = option(
+        None,
+        help=f"GPUs the tables are sharded over [default: {DEFAULT_GPUS} with --gpu; with "
+        "--cluster all of its GPUs].",
+        example="8",
+    )
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
     cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
@@ -118,7 +126,9 @@ class PlanEmbeddingsRequest:
         example="none",
     )
     ssd_drives: int = option(1, help="SSD drives per node (the SSD tier).", example="4")
-    cache_policy: str = option("lru", help="UVM cache policy: lru or lfu.", example="lfu")
+    cache_policy: str = option(
+        "lru", parse=lower_text, help="UVM cache policy: lru or lfu.", example="lfu"
+    )
     locality: str = option(
         "2022",
         help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022 (its first trace) "
@@ -154,7 +164,7 @@ class PlanEmbeddingsRequest:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise InvalidSpecError(name, "must be an integer >= 1", got=value)
-        if self.gpus > MAX_GPUS:
+        if self.gpus is not None and self.gpus > MAX_GPUS:
             raise InvalidSpecError("gpus", f"must be <= {MAX_GPUS}", got=self.gpus)
         if self.sharding is not None and self.sharding not in SHARDINGS:
             raise InvalidSpecError(
@@ -272,12 +282,20 @@ def _hardware(
     notes: dict[str, str] = {}
     price = None
     link = intra_node_gbps(gpu) / 8.0
+    # --cluster: all of its GPUs unless --gpus says fewer, as predict train runs on them
+    gpus = cluster.used_gpus(request.gpus) if cluster is not None else request.gpus or DEFAULT_GPUS
     if cluster is not None:
         per_node, host_gib = cluster.gpus_per_node, DEFAULT_HOST_GIB
         network = host_link_gbps(cluster, gpu.pcie_generation)
         price = cluster.price_usd_per_gpu_hour
-        gpus = min(request.gpus, per_node)
-        link = intra_link_gbps(cluster, catalog, gpus, all_reduce=False) / 8.0
+        nodes = -(-gpus // per_node)
+        notes["gpus"] = used_gpus_text(
+            gpus,
+            cluster.max_gpus,
+            f"{count_of(nodes, 'node')} of {per_node} GPUs",
+            default=request.gpus is None,
+        )
+        link = intra_link_gbps(cluster, catalog, min(gpus, per_node), all_reduce=False) / 8.0
         notes["node"] = (
             f"{cluster.describe()} ({cluster.source}); all-to-all inside a node at "
             f"{link:g} GB/s per GPU ({cluster.shape.intra_node}"
@@ -287,7 +305,7 @@ def _hardware(
         )  # fmt: skip
     elif offers:
         # the fewest nodes first (all-to-all stays on NVLink), then the cheapest per GPU
-        need = min(request.gpus, max(o.gpus for o in offers))
+        need = min(gpus, max(o.gpus for o in offers))
         wide = [o for o in offers if o.gpus >= need]
         offer = min(wide, key=lambda o: (o.on_demand_usd_per_hour / o.gpus, -o.gpus))
         per_node, host_gib, network = offer.gpus, offer.memory_gib, offer.network_gbps
@@ -328,7 +346,7 @@ def _hardware(
         f"{DENSE_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the dense MLPs ({dense:.0f} TFLOP/s)"
     )
     hw = ShardingHardware(
-        gpus=request.gpus,
+        gpus=gpus,
         gpus_per_node=per_node,
         hbm_bytes=gpu.memory_gib * GIB,
         hbm_gbps=gpu.memory_bandwidth_gbps,
@@ -363,8 +381,8 @@ def plan_embeddings(
 
     request = resolve(PlanEmbeddingsRequest, request, options, config)
     model = rec_model_input(request.model, request.tables, request.batch)
-    uneven = _batch_split(model.global_batch, request.gpus, given=request.batch is not None)
     hw, gpu_name, price, notes = _hardware(request)
+    uneven = _batch_split(model.global_batch, hw.gpus, given=request.batch is not None)
     window = _window(request.locality, "locality")
     curve = hit_rate_curve(request.data_dir, window.window, request.cache_policy, window.trace)
     own = table_hit_rates(model, request.data_dir, request.cache_policy)
@@ -390,7 +408,7 @@ def plan_embeddings(
         "uvm hit rate": _hit_rate_note(model, curve.source, own.value, own.source),
     }
     if best.ssd_bytes_per_node > 0 or hw.nodes > 1:
-        tiers = validation_for("embedding-cache-tiers", [gpu_name], "fp32", request.gpus)
+        tiers = validation_for("embedding-cache-tiers", [gpu_name], "fp32", hw.gpus)
         notes["tier shares validated"] = tiers.text()
     if hw.nodes > 1:
         notes["hierarchical ps"] = (
@@ -423,7 +441,7 @@ def plan_embeddings(
         dense_priced_step_s=emb.dense_priced_step_s(model, hw),
         global_batch=model.global_batch,
         price_usd_per_gpu_hour=price,
-        validation=_validation(model.name, request, gpu_name),
+        validation=_validation(model.name, request, gpu_name, hw.gpus),
         assumptions=notes,
         warnings=tuple(warnings),
         dense_priced=not unpriced,
@@ -513,7 +531,7 @@ def _unpriced_dense(model: RecModel) -> str:
     )
 
 
-def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validation:
+def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str, gpus: int) -> Validation:
     """The sharding model's validated error -- for the shipped models it was checked on
     (MLPerf DLRM-DCNv2), "not validated" for every other model or tables file."""
     from gpucast.catalog.validation import validation_for
@@ -523,7 +541,7 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
         # the MLPerf runs it was checked on train in mixed precision (the plan prices fp32
         # tables and the dense part at the BF16 peak), not fp32; "mixed" alone reads as the
         # plan named mixed printed above it (QA 37 G #15)
-        checked = validation_for("embedding-sharding", [gpu], VALIDATED_PRECISION, request.gpus)
+        checked = validation_for("embedding-sharding", [gpu], VALIDATED_PRECISION, gpus)
         precision = f", {VALIDATED_PRECISION},"
         return replace(
             checked,
@@ -531,7 +549,7 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
         )
     return Validation(
         model="embedding-sharding",
-        regime=f"{model} on {request.gpus} x {gpu} (the sharding model is validated only on "
+        regime=f"{model} on {gpus} x {gpu} (the sharding model is validated only on "
         "MLPerf DLRM-DCNv2 time to train: python benchmarks/dlrm_mlperf.py)",
         error=None,
     )
@@ -591,6 +609,7 @@ class PredictEmbeddingCacheRequest:
     )
     policy: str = option(
         "lru",
+        parse=lower_text,  # any case, as --precision (QA 39 G #11: --policy LRU was refused)
         help="Cache policy: lru, or lfu (per-row counters over all rows, as FBGEMM's).",
         example="lfu",
     )

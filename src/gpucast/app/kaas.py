@@ -78,8 +78,9 @@ class SimulateKaasRequest:
     )
     dispatch_us: float = option(
         0.0,
-        help="What dispatching one unit of work costs, microseconds (per kernel under KaaS, "
-        "per invocation otherwise).",
+        help="What dispatching one unit of work costs beyond its kernels' launch overhead "
+        "(in every kernel's time, as simulate serve prices it), microseconds (per kernel "
+        "under KaaS, per invocation otherwise).",
         example="10",
     )
     duration_s: float | None = option(
@@ -343,9 +344,11 @@ def simulate_kaas(
         "weights": "every GPU holds every function's weights: no cold starts, no copies "
         "between GPUs",
         "kernels": "one kernel at a time per GPU at its solo duration (the serving engine's "
-        "batch-1 time on the device split by per-class roofline shares; no overlap, no launch "
-        "gaps beyond --dispatch-us)",
-        "dispatch": f"{request.dispatch_us:g} us per kernel (KaaS) or per invocation",
+        "batch-1 time on the device split by per-class roofline shares, plus the engine's "
+        "launch overhead per kernel, as simulate serve and simulate serverless price one "
+        "forward pass; no overlap)",
+        "dispatch": f"{request.dispatch_us:g} us per kernel (KaaS) or per invocation, beyond "
+        "each kernel's launch overhead",
         "pool": f"{pool_gpus} x {gpu.name}{default_mark(request, 'pool_gpus')}",
     }
     return SimulateKaasResult(

@@ -349,9 +349,7 @@ def _fit_instance_lifetimes(
 
     lifetimes = read_instance_lifetimes(path)
     records = lifetimes.records
-    order = lifetimes.order_note()
-    if order is not None:
-        notes.append(order)
+    notes.extend(n for n in (lifetimes.order_note(), lifetimes.zero_length_note()) if n)
     if request.model in ("mmpp", "constant"):
         raise InvalidSpecError(
             "model",

@@ -1242,7 +1242,10 @@ class SimulateServeRequest:
         example="0.5",
     )
     cache_policy: str = option(
-        "lru", help="With --cache-fraction: embedding cache policy, lru or lfu.", example="lfu"
+        "lru",
+        parse=lower_text,
+        help="With --cache-fraction: embedding cache policy, lru or lfu.",
+        example="lfu",
     )
     data_dir: Path | None = option(
         None,

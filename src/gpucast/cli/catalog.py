@@ -23,7 +23,7 @@ from gpucast.app.catalog import (
 )
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
-from gpucast.domain.units import count_of
+from gpucast.domain.units import count_of, format_amount
 from gpucast.report.captions import add_columns, sources_caption
 
 app = typer.Typer(
@@ -188,6 +188,7 @@ def spot(
 ) -> None:
     """Spot-market semantics per provider, and the scenarios used where no data applies."""
     from gpucast.app import catalog_spot
+    from gpucast.domain.spot import DEFAULT_BAND
 
     result = catalog_spot(request)
     if as_json:
@@ -203,10 +204,10 @@ def spot(
         table.add_row(m.provider, kind, f"{m.notice_s:g} s", cap, billing, m.eviction, m.as_of)
     console.print(table)
     for s in result.scenarios:
-        hazard = (
-            "the --interruption-band"
-            if s.hazard_per_node_hour is None
-            else f"{s.hazard_per_node_hour * 24:.1f} revocations/node/24 h"
+        per_hour, _source = result.hazard(s)  # the optimistic one's: the band's (QA 39 K #14)
+        band = f" (the --interruption-band, default {DEFAULT_BAND} interrupted a month)"
+        hazard = f"{format_amount(per_hour * 24)} revocations/node/24 h" + (
+            band if s.hazard_per_node_hour is None else ""
         )
         console.print(
             f"[bold]{escape(s.name)}[/bold] (no lifetime data): {escape(str(hazard))}, "

@@ -15,7 +15,7 @@ from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
-from gpucast.domain.units import count_of, format_ratio, format_sig
+from gpucast.domain.units import count_of, format_ms_sig, format_ratio, format_sig
 
 
 @request_command(PredictLlmTrainRequest)
@@ -134,9 +134,7 @@ def infer_command(
         console.print(f"  hint: {result.hint}", highlight=False, markup=False)
 
 
-def _ms(seconds: float) -> str:
-    """Seconds as milliseconds, three significant digits, never in scientific notation."""
-    return format_sig(seconds * 1e3, max_decimals=3)
+_ms = format_ms_sig  # every time predict gnn prints, in ms
 
 
 def gnn_lines(result: PredictGnnResult) -> list[str]:

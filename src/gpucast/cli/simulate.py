@@ -70,10 +70,19 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
             return "never"
         return fmt(value) if callable(fmt) else f"{value:{fmt}}"
 
+    def mean(value: float, half: float, fmt: str | Callable[[float], str]) -> str:
+        # the Monte Carlo's own noise: no CI where it cannot be estimated (a run never ends)
+        if not math.isfinite(half):
+            return cell(value, fmt)
+        # below the last digit shown: "<0.01", not a "0.00" that reads as no noise at all
+        unit = 10.0 ** -int(fmt[1:-1]) if isinstance(fmt, str) else 0.0
+        shown = f"<{unit:{fmt}}" if 0 < half < 0.5 * unit else cell(half, fmt)
+        return f"{cell(value, fmt)} +- {shown}"
+
     def row(label: str, s: Summary, fmt: str | Callable[[float], str]) -> str:
         return (
-            f"  {label:<12} mean {cell(s.mean, fmt)}  median {cell(s.median, fmt)}  "
-            f"p10 {cell(s.p10, fmt)}  p90 {cell(s.p90, fmt)}"
+            f"  {label:<12} mean {mean(s.mean, s.mean_ci95_half, fmt)}  "
+            f"median {cell(s.median, fmt)}  p10 {cell(s.p10, fmt)}  p90 {cell(s.p90, fmt)}"
         )
 
     scenario = result.scenario
@@ -81,24 +90,30 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
     blocks = (("transient", result.transient), ("on-demand", result.on_demand))
     # all on demand: the transient runs are the on-demand ones; show them once
     for name, stats in blocks if any_spot else blocks[1:]:
-        console.print(f"[bold]{name}[/bold] ({stats.runs} runs)")
-        console.print(row("hours", Summary.of(stats.duration_s / 3600.0), ".2f"))
-        console.print(row("cost US$", Summary.of(stats.final_cost_usd), ".2f"))
+        console.print(f"[bold]{name}[/bold] ({stats.runs} runs; mean +- its 95% CI)")
+        console.print(row("hours", stats.summary_of(stats.duration_s / 3600.0), ".2f"))
+        console.print(row("cost US$", stats.summary_of(stats.final_cost_usd), ".2f"))
         gpu_s = stats.final_gpu_s
         if gpu_s is not None:  # billed: capacity gaps are not GPU-hours
-            console.print(row("GPU-hours", Summary.of(gpu_s / 3600.0), format_amount))
-        console.print(row("revocations", Summary.of(stats.revocations.astype(float)), ".2f"))
+            console.print(row("GPU-hours", stats.summary_of(gpu_s / 3600.0), format_amount))
+        console.print(row("revocations", stats.summary_of(stats.revocations.astype(float)), ".2f"))
         if stats.stratified:
-            hours, usd = (
-                stats.central(stats.duration_s) / 3600.0,
-                stats.central(stats.final_cost_usd),
+            d, usd = stats.duration_s / 3600.0, stats.final_cost_usd
+            hours = stats.central(d)
+            time = (
+                f"{mean(hours, stats.central_ci95_half(d), '.2f')} h"
+                if math.isfinite(hours)
+                else "never (runs that do not finish)"
             )
-            time = f"{hours:.2f} h" if math.isfinite(hours) else "never (runs that do not finish)"
-            cost = f"US$ {usd:.2f}" if math.isfinite(usd) else "no final cost"
-            outcome = f"mean {time}, {cost}"
+            central_usd = stats.central(usd)
+            cost = (
+                f"US$ {mean(central_usd, stats.central_ci95_half(usd), '.2f')}"
+                if math.isfinite(central_usd)
+                else "no final cost"
+            )
             console.print(
-                f"  at the central step time (what plan train shows): {outcome}; the rows above "
-                "spread over the step time's interval"
+                f"  at the central step time (what plan train shows): mean {time}, {cost} "
+                "(95% CI); the rows above spread over the step time's interval"
             )
         if stats.p_miss_deadline is not None:
             console.print(f"  P(miss deadline) {stats.p_miss_deadline:.1%}")

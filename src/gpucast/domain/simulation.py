@@ -237,16 +237,24 @@ class PriceTable:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Summary:
-    """Mean, median and the 10th/90th percentiles of a sample (``inf`` where runs never end)."""
+    """Mean, median and the 10th/90th percentiles of a sample (``inf`` where runs never end).
+
+    ``mean_ci95_half``: the half-width of the mean's 95% confidence interval, the Monte Carlo's
+    own noise (:func:`mean_ci95_half`); ``nan`` where it cannot be estimated."""
 
     mean: float
     median: float
     p10: float
     p90: float
+    mean_ci95_half: float = math.nan
 
     @staticmethod
-    def of(values: npt.NDArray[np.float64]) -> Summary:
-        x = np.sort(np.asarray(values, dtype=np.float64))
+    def of(values: npt.NDArray[np.float64], strata: npt.ArrayLike | None = None) -> Summary:
+        """The summary of ``values``; ``strata``: each value's stratum (the runs' speed
+        factors, :attr:`RunStatistics.speed_factor`) for the mean's confidence interval,
+        ``None``: the values are one simple random sample."""
+        raw = np.asarray(values, dtype=np.float64)
+        x = np.sort(raw)
         if x.size == 0:
             nan = float("nan")
             return Summary(mean=nan, median=nan, p10=nan, p90=nan)
@@ -255,10 +263,17 @@ class Summary:
             median=_quantile_sorted(x, 0.5),
             p10=_quantile_sorted(x, 0.1),
             p90=_quantile_sorted(x, 0.9),
+            mean_ci95_half=mean_ci95_half(raw, strata),
         )
 
     def to_dict(self) -> dict[str, float]:
-        return {"mean": self.mean, "median": self.median, "p10": self.p10, "p90": self.p90}
+        return {
+            "mean": self.mean,
+            "mean_ci95_half": self.mean_ci95_half,
+            "median": self.median,
+            "p10": self.p10,
+            "p90": self.p90,
+        }
 
 
 def _quantile_sorted(x: npt.NDArray[np.float64], q: float) -> float:
@@ -295,6 +310,51 @@ def at_central_step(values: npt.ArrayLike, factors: npt.ArrayLike | None) -> flo
         return float(np.mean(x))
     slope, intercept = np.polyfit(f, x, 1)
     return float(intercept + slope)
+
+
+#: the standard normal's two-sided 95% quantile
+Z95 = 1.959963984540054
+
+
+def mean_ci95_half(
+    values: npt.ArrayLike, strata: npt.ArrayLike | None = None, *, central: bool = False
+) -> float:
+    """Half-width of the 95% confidence interval of a Monte Carlo mean (normal approximation).
+
+    The runs are split evenly over the strata of the step-time factor (``strata``, one factor
+    per run; :func:`gpucast.plan.uncertainty.strata`), each stratum an independent sample, so
+    the standard error is the stratified one, ``sqrt(sum_h W_h^2 s_h^2 / n_h)`` (``s_h``: the
+    sample standard deviation of stratum ``h``'s ``n_h`` runs), not ``s / sqrt(n)`` (which
+    would add the spread *between* strata, fixed by design, to the noise).
+
+    The plain mean weighs stratum ``h`` by ``W_h = n_h / n``. With ``central`` the estimate is
+    :func:`at_central_step`'s: not the central stratum's mean (that stratum holds ``1/k`` of
+    the runs) but the least-squares line through every run read at factor 1, which is a
+    weighted sum of *all* the strata's means -- run ``i`` weighs ``1/n + (1 - fbar)(f_i -
+    fbar) / Sxx``, so ``W_h = n_h (1/n + (1 - fbar)(f_h - fbar) / Sxx)`` (they sum to 1) --
+    and the same formula gives its standard error exactly. It is the Monte Carlo's noise
+    only: not the line's own error where a run's time is not linear in its step time, nor
+    the step-time model's. ``nan`` where it cannot be estimated: a stratum with fewer than 2
+    runs, or a run that never ends (the mean is ``inf``).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if x.size < 2 or not np.all(np.isfinite(x)):
+        return math.nan
+    f = None if strata is None else np.asarray(strata, dtype=np.float64)
+    if f is None or f.shape != x.shape or float(np.ptp(f)) == 0.0:
+        return Z95 * float(np.std(x, ddof=1)) / math.sqrt(x.size)
+    levels, which = np.unique(f, return_inverse=True)
+    n_h = np.bincount(which, minlength=levels.size).astype(np.float64)
+    if np.any(n_h < 2):
+        return math.nan
+    mean_h = np.bincount(which, weights=x) / n_h
+    var_h = np.bincount(which, weights=(x - mean_h[which]) ** 2) / (n_h - 1.0)
+    weight = np.full(x.size, 1.0 / x.size)
+    if central:
+        centred = f - float(np.mean(f))
+        weight = weight + (1.0 - float(np.mean(f))) * centred / float(np.sum(centred**2))
+    w_h = np.bincount(which, weights=weight)
+    return Z95 * math.sqrt(float(np.sum(w_h**2 * var_h / n_h)))
 
 
 def _frozen(values: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
@@ -385,6 +445,14 @@ class RunStatistics:
         """Mean of a per-run quantity at the central step time (:func:`at_central_step`)."""
         return at_central_step(values, self.speed_factor)
 
+    def central_ci95_half(self, values: npt.ArrayLike) -> float:
+        """Half-width of the 95% CI of :meth:`central` (:func:`mean_ci95_half`)."""
+        return mean_ci95_half(values, self.speed_factor, central=True)
+
+    def summary_of(self, values: npt.NDArray[np.float64]) -> Summary:
+        """:meth:`Summary.of` a per-run quantity, its mean's CI over these runs' strata."""
+        return Summary.of(values, self.speed_factor)
+
     @property
     def stratified(self) -> bool:
         """Whether the runs spread over strata of the step-time model's uncertainty."""
@@ -393,21 +461,23 @@ class RunStatistics:
     def summary(self) -> dict[str, object]:
         out: dict[str, object] = {
             "runs": self.runs,
-            "duration_s": Summary.of(self.duration_s).to_dict(),
-            "cost_usd": Summary.of(self.final_cost_usd).to_dict(),
-            "revocations": Summary.of(self.revocations.astype(np.float64)).to_dict(),
+            "duration_s": self.summary_of(self.duration_s).to_dict(),
+            "cost_usd": self.summary_of(self.final_cost_usd).to_dict(),
+            "revocations": self.summary_of(self.revocations.astype(np.float64)).to_dict(),
         }
         if self.fallbacks is not None:
-            out["fallbacks"] = Summary.of(self.fallbacks.astype(np.float64)).to_dict()
+            out["fallbacks"] = self.summary_of(self.fallbacks.astype(np.float64)).to_dict()
         if self.moves is not None:
-            out["moves"] = Summary.of(self.moves.astype(np.float64)).to_dict()
+            out["moves"] = self.summary_of(self.moves.astype(np.float64)).to_dict()
         if self.final_gpu_s is not None:
-            out["gpu_hours"] = Summary.of(self.final_gpu_s / 3600.0).to_dict()
+            out["gpu_hours"] = self.summary_of(self.final_gpu_s / 3600.0).to_dict()
         if self.stratified:
             # what plan train shows: the mean over revocations at the central step time
             out["central"] = {
                 "duration_s": self.central(self.duration_s),
+                "duration_s_ci95_half": self.central_ci95_half(self.duration_s),
                 "cost_usd": self.central(self.final_cost_usd),
+                "cost_usd_ci95_half": self.central_ci95_half(self.final_cost_usd),
             }
         out["p_unfinished"] = self.p_unfinished
         if self.deadline_s is not None:

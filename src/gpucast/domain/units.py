@@ -169,6 +169,12 @@ def format_ms_against(value_s: float, limit_s: float, *, decimals: int = 1) -> s
     return f"{value_ms:,.{decimals}f}"
 
 
+def format_ms_sig(seconds: float) -> str:
+    """Seconds as milliseconds (no unit), three significant digits, never in scientific
+    notation: ``17,700``, ``534``, ``4.43``, ``0.420``."""
+    return format_sig(seconds * 1e3, max_decimals=3)
+
+
 def format_ms(seconds: float, *, decimals: int = 1) -> str:
     """A latency in milliseconds (no unit) with ``decimals`` decimals, more for one below the
     last decimal's unit so that it keeps two significant digits (at most 6 decimals): 20 us

@@ -768,8 +768,9 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
     kernels equal, each class's share of the pass its roofline's (compute- or memory-bound,
     :func:`gpucast.predict.coldstart.forward_s`), the pass as long as the serving engine's
     batch-1 time on the device (:func:`gpucast.inputs.serving.forward_pass_s`, the one
-    forward-pass latency of every verb, less the launch overhead that --dispatch-us prices);
-    classes in profile order."""
+    forward-pass latency of every verb), plus the engine's launch overhead spread evenly over
+    the kernels (as simulate serve and simulate serverless price it); classes in profile
+    order."""
     from gpucast.inputs.llm_serving import is_llm_model
     from gpucast.inputs.serving import forward_pass_s
     from gpucast.inputs.workload import check_workload_name, workload_profile
@@ -797,13 +798,19 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
         )
         parts.append(np.full(c.calls, total / c.calls))
     seq = np.concatenate(parts) if parts else np.zeros(1)
-    total = forward_pass_s(model, gpu, on_device=True).value
+    device = forward_pass_s(model, gpu, on_device=True).value
     if seq.sum() > 0:
-        seq = seq * (total / seq.sum())
+        seq = seq * (device / seq.sum())
+    # every kernel pays the engine's launch overhead, as in simulate serve and the serverless
+    # verbs (QA 39 S #5: without it an MLP's pass read 0.00054 ms here, 0.0156 ms there)
+    launch = max(forward_pass_s(model, gpu).value - device, 0.0)
+    seq = seq + launch / seq.size
     pass_ms = format_ms(float(seq.sum()), decimals=2)
     return seq, (
         f"{count_of(seq.size, 'kernel')}, {pass_ms} ms on {gpu.name} (the serving engine's "
-        "batch-1 latency on the device, as simulate serve less its launch overhead, which "
-        "--dispatch-us prices here; split over the profiled inference operators by class at "
-        "each class's roofline share)"
+        f"batch-1 latency, as simulate serve and simulate serverless price one forward pass: "
+        f"{format_ms(device, decimals=2)} ms on the device split over the profiled inference "
+        "operators by class at each class's roofline share, plus its launch overhead, "
+        f"{launch / seq.size * 1e6:.3g} us a kernel; --dispatch-us adds a "
+        "dispatcher's cost beyond it)"
     )

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gnn_split import FunctionCompute
-from gpucast.domain.units import format_sig
+from gpucast.domain.units import format_ms_sig
 from gpucast.predict.gnn import GnnCost, GnnSpec
 
 
@@ -94,10 +94,11 @@ class SplitOption:
         return max(self.stages_s, key=lambda k: self.stages_s[k])
 
     def text(self) -> str:
-        """One row: epoch time, cost, each stage's time and the slowest."""
-        stages = ", ".join(f"{k} {format_sig(v)} s" for k, v in self.stages_s.items())
+        """One row: epoch time, cost, each stage's time and the slowest -- in ms, as every
+        other time ``predict gnn`` prints (QA 39 G #7: its headline read 533 ms, this 0.533 s)."""
+        stages = ", ".join(f"{k} {format_ms_sig(v)} ms" for k, v in self.stages_s.items())
         return (
-            f"epoch {self.name:<15} {format_sig(self.epoch_s):>9} s  ${self.usd_per_epoch:.4g}"
+            f"epoch {self.name:<15} {format_ms_sig(self.epoch_s):>9} ms  ${self.usd_per_epoch:.4g}"
             f"  ({stages}; bound by {self.bottleneck})"
         )
 

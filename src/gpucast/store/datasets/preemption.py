@@ -104,6 +104,8 @@ class InstanceLifetimes:
     has_reason: bool
     #: rows that started before the row above them in the file (0: the file was in order)
     out_of_order: int = 0
+    #: the lines of rows whose end is their start (a 0 s lifetime)
+    zero_length_lines: tuple[int, ...] = ()
 
     def order_note(self) -> str | None:
         """What the reader did with a file not in order of ``start``; None for one that was."""
@@ -113,6 +115,19 @@ class InstanceLifetimes:
             f"{self.path}: {self.out_of_order} row(s) start before the row above; the rows "
             "were sorted by start (each lifetime is an interval of its own, so the order does "
             "not change the fit; the file is unchanged)"
+        )
+
+    def zero_length_note(self) -> str | None:
+        """The rows that end when they start, counted (None where there are none): a 0 s
+        lifetime is more often a logging artefact (an end stamped at launch) than a VM."""
+        lines = self.zero_length_lines
+        if not lines:
+            return None
+        shown = ", ".join(str(n) for n in lines[:5]) + (", ..." if len(lines) > 5 else "")
+        return (
+            f"{self.path}: {len(lines)} row(s) end when they start (a 0 s lifetime; line "
+            f"{shown}); fitted as they are, as instances that ended at launch (they pull "
+            "the fitted lifetimes down): drop the rows if they are logging artefacts"
         )
 
     @property
@@ -210,6 +225,7 @@ def parse_instance_lifetimes(text: str, path: str = "lifetimes.csv") -> Instance
     records: list[InstanceLifetime] = []
     previous_start: float | None = None
     out_of_order = 0
+    zero_length: list[int] = []
     for line, cells in _data_rows(reader, header, path, fix="quote cells that contain commas"):
         times: dict[str, float] = {}
         for col in LIFETIME_COLUMNS:
@@ -233,6 +249,8 @@ def parse_instance_lifetimes(text: str, path: str = "lifetimes.csv") -> Instance
                 column="end",
                 fix="swap start and end, or give both in the same time zone",
             )
+        if end == start:
+            zero_length.append(line)
         if end - start > MAX_LIFETIME_YEARS * _YEAR_S:
             raise DataFormatError(
                 path,
@@ -284,6 +302,7 @@ def parse_instance_lifetimes(text: str, path: str = "lifetimes.csv") -> Instance
         records=tuple(sorted(records, key=lambda r: r.start_s)),  # stable: ties keep file order
         has_reason="reason" in idx,
         out_of_order=out_of_order,
+        zero_length_lines=tuple(zero_length),
     )
 
 
