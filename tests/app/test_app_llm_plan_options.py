@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import gpucast
-from gpucast.app.llm_plan import PlanLlmTrainResult
+from gpucast.app.llm_plan import PlanLlmTrainRequest, PlanLlmTrainResult
 from gpucast.app.reports import load_plan, save_plan, write_plan_report, write_report
 from gpucast.domain.errors import (
     DataFormatError,
@@ -78,6 +78,22 @@ def test_a_budget_not_above_zero_says_how_to_give_one(budget: float) -> None:
     # session 34 QA: plan llm-train --budget -1 said "budget: must be > 0 (got -1.0)", no fix
     with pytest.raises(InvalidSpecError, match=r"budget: must be > 0 .*; e\.g\. --budget"):
         gpucast.plan_llm_train(**SMALL, budget_usd=budget)
+
+
+@pytest.mark.parametrize("deadline", [0.0, -5.0, float("nan"), "-3d"])
+def test_a_deadline_not_above_zero_is_refused_in_python_as_on_the_cli(deadline: object) -> None:
+    # session 39 QA: a request built in Python with deadline_s=-5.0 planned, then said "relax
+    # --deadline to at least 2.6d" (keywords to plan_llm_train were checked, the request not)
+    with pytest.raises(InvalidSpecError, match=r"^deadline: must be"):
+        gpucast.plan_llm_train(**SMALL, deadline_s=deadline)
+    with pytest.raises(InvalidSpecError, match=r"^deadline: must be"):
+        PlanLlmTrainRequest(**SMALL, deadline_s=deadline)  # type: ignore[arg-type]
+
+
+def test_a_deadline_given_as_text_reads_as_the_cli_reads_it() -> None:
+    # session 39 QA: deadline_s="7d" was a TypeError deep in the planner
+    request = PlanLlmTrainRequest(**SMALL, deadline_s="7d")  # type: ignore[arg-type]
+    assert request.deadline_s == 7 * 86400.0
 
 
 @pytest.mark.parametrize("flag", ["regions", "exclude_gpus"])

@@ -202,6 +202,8 @@ class PlanLlmTrainRequest:
         check_move_after(
             self.move_after_s, self.move_region, given=not is_default(self, "move_after_s")
         )
+        # a request built in Python reads its deadline as the flag does ("7d"; > 0)
+        object.__setattr__(self, "deadline_s", _duration(self.deadline_s))
         if check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         ) and (
