@@ -35,6 +35,23 @@ def test_fixed_choices_are_kept() -> None:
         assert p.layout.tp == 2 and p.layout.zero_stage == 1 and p.layout.recompute == "full"
 
 
+def test_a_fixed_zero_stage_that_has_nothing_to_shard_says_so() -> None:
+    # session 39 QA: --tp 8 --zero 2 on 8 GPUs printed zero=0 with no word of why
+    result = gpucast.predict_llm_train(
+        model="llama-2-7b", gpu="H100", gpus=8, seq_len=2048, global_batch=32, tp=8, zero=2, top=0
+    )
+    assert result.best.layout.zero_stage == 0 and result.best.layout.dp * result.best.layout.cp == 1
+    assert result.assumptions["ZeRO"] == (
+        "--zero 2 shards over the dp x cp ranks: a layout of dp x cp = 1 has nothing to shard "
+        "and runs (and is priced) as ZeRO-0"
+    )
+    # a layout that shards keeps the stage and says nothing of it
+    sharded = gpucast.predict_llm_train(
+        model="llama-2-7b", gpu="H100", gpus=8, seq_len=2048, global_batch=32, tp=2, zero=2, top=0
+    )
+    assert sharded.best.layout.zero_stage == 2 and "ZeRO" not in sharded.assumptions
+
+
 def test_interleaved_stages_and_context_parallel_are_searched_unless_fixed() -> None:
     common = {"model": "llama-2-70b", "gpu": "H100", "gpus": 64, "seq_len": 4096, "top": 40}
     searched = gpucast.predict_llm_train(**common, global_batch=64)

@@ -53,7 +53,8 @@ def test_the_searched_choices_a_user_fixes_bound_every_row() -> None:
         assert "vpp=2" in c.layout and " pp=1 " not in c.layout  # interleaving needs stages
     assert plan.assumptions["layouts"] == (
         "vpp=2, micro-batch=1, zero=2, recompute=full fixed (--vpp, --micro-batch, --zero, "
-        "--recompute); the rest searched"
+        "--recompute); the rest searched; --zero 2 shards over the dp x cp ranks: a layout of "
+        "dp x cp = 1 has nothing to shard and runs (and is priced) as ZeRO-0"
     )
     search = plan.assumptions["layout search"]
     assert "micro-batch 1, ZeRO-2, full recompute, cp 1/2, vpp 2" in search

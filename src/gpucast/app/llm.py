@@ -653,6 +653,11 @@ def predict_llm_train(
                 if max(space.zero_stages) > PIPELINE_MAX_ZERO and fixed.pp is None
                 else {}
             ),
+            **(
+                {"ZeRO": fixed.zero_note() or ""}
+                if fixed.zero and best.layout.zero_stage != fixed.zero
+                else {}
+            ),
             "tensor-parallel overlap": tp_overlap_text(request.tp_overlap),
             "host": host_text(request.host_ms_per_layer, efficiency.value),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",

@@ -741,7 +741,18 @@ class FixedLayout:
             flags = ", ".join(f"--{flag}" for flag in LAYOUT_FLAGS.values())
             return f"all searched ({flags} fix them)"
         rest = "; the rest searched" if len(self.fixed) < len(LAYOUT_FLAGS) else ""
-        return f"{self.label()} fixed ({', '.join(f'--{f}' for f in self.fixed)}){rest}"
+        zero = f"; {self.zero_note()}" if self.zero_note() else ""
+        return f"{self.label()} fixed ({', '.join(f'--{f}' for f in self.fixed)}){rest}{zero}"
+
+    def zero_note(self) -> str | None:
+        """Why a layout of ``dp x cp = 1`` runs a fixed ZeRO stage above 0 as ZeRO-0 (the
+        class docstring's rule), or None where no such stage is fixed."""
+        if not self.zero:
+            return None
+        return (
+            f"--zero {self.zero} shards over the dp x cp ranks: a layout of dp x cp = 1 has "
+            "nothing to shard and runs (and is priced) as ZeRO-0"
+        )
 
     def allows(self, layout: ParallelLayout) -> bool:
         """Whether ``layout`` has the fixed ``tp`` and ``pp`` (the space bounds the rest)."""
