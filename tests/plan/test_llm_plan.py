@@ -246,3 +246,14 @@ def test_a_budget_that_binds_is_named_even_where_the_deadline_cut_more_rows() ->
     cheapest = min(r.cost_usd for r in met)
     assert f"meets the deadline costs ${cheapest:,.2f}: raise --budget" in said
     assert "relax --deadline" not in said
+
+
+def test_an_fp8_row_says_which_peak_its_mfu_reads_against() -> None:
+    # session 39 QA: fp8 rows printed "MFU 30%" where predict llm-train prints "MFU 37% of the
+    # fp8 peak"; the same number reads x2 against the bf16 peak NVIDIA quotes
+    offers = [_offer("fast", "H100-SXM", 98.0)]
+    space = LayoutSpace(micro_batch_sizes=(1,), zero_stages=(1,), recompute=("selective",))
+    fp8 = _plan(offers, space=replace(space, precision="fp8")).candidates[0]  # type: ignore[attr-defined]
+    assert f"MFU {fp8.mfu:.0%} of the fp8 peak, " in fp8.text()
+    bf16 = _plan(offers, space=space).candidates[0]  # type: ignore[attr-defined]
+    assert f"MFU {bf16.mfu:.0%}, " in bf16.text() and "peak" not in bf16.text()

@@ -181,7 +181,8 @@ class LlmCandidate:
         return (
             f"{self.where()}, {self.network}{', spot' if self.market == 'spot' else ''}): "
             f"{format_duration(self.time_s)}, ${self.cost_usd:,.0f}; {self.layout}; "
-            f"MFU {self.mfu:.0%}, {self.memory_gib:.0f} GiB/GPU"
+            f"MFU {self.mfu:.0%}{' of the fp8 peak' if ' fp8 ' in f' {self.layout} ' else ''}, "
+            f"{self.memory_gib:.0f} GiB/GPU"
             + ("" if self.energy_kwh is None else f", {format_amount(self.energy_kwh)} kWh")
             + ("" if self.co2e_kg is None else f", {format_amount(self.co2e_kg)} kgCO2e")
             + (spot or (f"; {meet}" if meet else ""))
