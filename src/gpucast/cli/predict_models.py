@@ -15,7 +15,7 @@ from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
-from gpucast.domain.units import count_of, format_ms_sig, format_ratio, format_sig
+from gpucast.domain.units import count_of, format_amount, format_ms_sig, format_ratio, format_sig
 
 
 @request_command(PredictLlmTrainRequest)
@@ -57,8 +57,9 @@ def llm_train_command(
     if result.energy:
         e = result.energy
         console.print(
-            f"  energy: {e['avg_power_w']:,.0f} W per GPU, {e['step_energy_j'] / 1e3:,.3g} kJ "
-            f"a step, {e['energy_j_per_token']:.3g} J a token (the best layout)",
+            f"  energy: {e['avg_power_w']:,.0f} W per GPU, "
+            f"{format_amount(e['step_energy_j'] / 1e3)} kJ a step, "
+            f"{e['energy_j_per_token']:.3g} J a token (the best layout)",
             highlight=False,
             markup=False,
         )
