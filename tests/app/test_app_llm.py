@@ -52,6 +52,22 @@ def test_a_fixed_zero_stage_that_has_nothing_to_shard_says_so() -> None:
     assert sharded.best.layout.zero_stage == 2 and "ZeRO" not in sharded.assumptions
 
 
+def test_the_mfu_assumption_says_what_model_flops_count() -> None:
+    # session 39 QA: at 100K tokens llama-2-7b read MFU 15% while attention, not counted, is
+    # most of the work; the assumption said only "model FLOPs / (...)"
+    result = gpucast.predict_llm_train(
+        model="llama-2-7b", gpu="H100", gpus=8, seq_len=2048, global_batch=32, top=0
+    )
+    best = result.best
+    n_mm = best.model_flops_per_step / (6 * best.tokens_per_step)
+    assert 6.0e9 < n_mm < 6.8e9  # 6 N T, N the matmul parameters (6.74e9 less the embedding)
+    assert result.assumptions["MFU"].startswith(
+        "model FLOPs (6 x the matmul parameters a token passes through x tokens, 4 x with LoRA; "
+        "attention and recomputation not counted) / (step time x GPUs x each GPU's bf16 dense "
+        "peak)"
+    )
+
+
 def test_interleaved_stages_and_context_parallel_are_searched_unless_fixed() -> None:
     common = {"model": "llama-2-70b", "gpu": "H100", "gpus": 64, "seq_len": 4096, "top": 40}
     searched = gpucast.predict_llm_train(**common, global_batch=64)

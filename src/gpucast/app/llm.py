@@ -252,7 +252,11 @@ def mfu_text(precision: str, gpus: Sequence[GpuSpec]) -> str:
     (:attr:`~gpucast.domain.parallel.ParallelStepPrediction.mfu_basis`); at fp8, what the
     same step reads against the bf16 peak NVIDIA and MLPerf state MFU against, per GPU type
     of ``gpus``."""
-    text = f"model FLOPs / (step time x GPUs x each GPU's {precision} dense peak)"
+    text = (
+        "model FLOPs (6 x the matmul parameters a token passes through x tokens, 4 x with LoRA; "
+        "attention and recomputation not counted) / (step time x GPUs x each GPU's "
+        f"{precision} dense peak)"
+    )
     if precision != "fp8":
         return text
     ratios: dict[str, list[str]] = {}
