@@ -188,3 +188,10 @@ def test_rows_that_miss_the_deadline_are_marked(h100: PlanLlmTrainResult, tmp_pa
     assert "<th>P(meet)</th>" in html and "<td>84%</td>" in html and "<td>-</td>" in html
     assert html.count("<td>misses the deadline</td>") == len(missed & set(plan.pareto))
     assert "<td>P(meet deadline) below --min-p-meet</td>" in html
+
+
+def test_a_plan_of_one_step_says_step() -> None:
+    # session 39 QA: --tokens 100 printed "100 tokens in 1 steps"
+    plan = gpucast.plan_llm_train(**{**SMALL, "tokens": 100.0}, gpus=["H100"])
+    assert plan.steps == 1
+    assert plan.table_lines()[0].startswith("llama-3-8b: 100 tokens in 1 step; ")

@@ -324,7 +324,7 @@ class PlanLlmTrainResult:
         missed = (
             "; -- the limit a row misses" if any(self.candidates[i].missed() for i in rows) else ""
         )
-        header = f"{self.model}: {self.tokens:.3g} tokens in {self.steps:,} steps; " + (
+        header = f"{self.model}: {self.tokens:.3g} tokens in {count_of(self.steps, 'step')}; " + (
             f"{len(rows)} of {len(self.candidates):,} rows, cheapest first (* Pareto front "
             f"of time vs cost, > pick{missed}):"
             if others
