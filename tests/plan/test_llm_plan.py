@@ -128,6 +128,16 @@ def test_nothing_runs_says_why() -> None:
     assert "LoRA" not in str(info.value).rsplit("); ", 1)[-1]
 
 
+def test_nothing_runs_names_the_shape_nearest_to_fitting() -> None:
+    # session 39 QA: Llama-3.1-405B on up to 16 GPUs named "4 x A10G ... needs 1523.6 GiB per
+    # GPU of 21.8 GiB", the smallest shape tried, not how far the largest one is from fitting
+    offers = [_offer("small", "A10G", 1.0), _offer("big", "L40S", 9.0)]
+    with pytest.raises(NoFeasiblePlanError, match="no offer runs") as info:
+        _plan(offers, model="gpt-3-175b")
+    said = str(info.value)
+    assert "does not fit on 64 x L40S" in said and "A10G" not in said
+
+
 def test_tcp_rows_are_priced_with_nccls_flat_ring() -> None:
     from gpucast.domain.llm import TransformerSpec
     from gpucast.predict.parallel import best_layout, cluster_shape

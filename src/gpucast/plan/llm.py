@@ -438,6 +438,9 @@ def plan_llm(
     steps = math.ceil(tokens / (global_batch * seq_len))
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
+    # the failed shape with the most GPU memory in all, and why: where nothing runs, the one
+    # nearest to fitting says how far the largest shape is from it (not the first tried)
+    nearest: tuple[float, str] | None = None
     cache: dict[
         tuple[str, int, float, float, float | None, str, bool, int], ParallelStepPrediction | str
     ]
@@ -523,6 +526,8 @@ def plan_llm(
             if isinstance(found, str):
                 if len(infeasible) < 3 and found not in infeasible:
                     infeasible.append(found)
+                if nearest is None or n * gpu.memory_gib > nearest[0]:
+                    nearest = (n * gpu.memory_gib, found)
                 continue
             if variability is not None:  # the slowest of n GPUs sets the pace
                 found = _straggled(found, float(variability.expected_max(n)[0]))
@@ -584,8 +589,7 @@ def plan_llm(
     if not rows:
         raise NoFeasiblePlanError(
             f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
-            f"{seq_len} tokens on up to {max_gpus} GPUs"
-            + (f" ({infeasible[0]})" if infeasible else ""),
+            f"{seq_len} tokens on up to {max_gpus} GPUs" + (f" ({nearest[1]})" if nearest else ""),
             fix="raise --max-gpus, "
             + ("use LoRA (--lora-rank) " if space.lora_rank == 0 else "")
             + "or a global batch with more divisors",
