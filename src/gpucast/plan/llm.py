@@ -580,9 +580,11 @@ def plan_llm(
         # every flag a rule named where no shape got through; else every fixed one
         order = [flag for flag in LAYOUT_FLAGS.values() if flag in conflict_flags]
         drop = "/".join(f"--{f}" for f in order) if not searched else pinned.flags()
-        why = "; ".join(conflicts) if not searched else (infeasible or ["no layout fits"])[0]
+        why = "; ".join(conflicts) if not searched else (nearest or (0.0, "no layout fits"))[1]
         raise NoFeasiblePlanError(
-            f"no offer of up to {max_gpus} GPUs runs {spec.name} with {pinned.label()} fixed "
+            # the flag at fault first, as predict llm-train's error (QA 39)
+            (f"{order[0]}: " if order and not searched else "")
+            + f"no offer of up to {max_gpus} GPUs runs {spec.name} with {pinned.label()} fixed "
             f"at a global batch of {global_batch} sequences of {seq_len} tokens: {why}",
             fix=f"drop {drop} to search {'it' if '/' not in drop else 'them'}",
         )
