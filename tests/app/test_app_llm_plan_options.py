@@ -195,3 +195,14 @@ def test_a_plan_of_one_step_says_step() -> None:
     plan = gpucast.plan_llm_train(**{**SMALL, "tokens": 100.0}, gpus=["H100"])
     assert plan.steps == 1
     assert plan.table_lines()[0].startswith("llama-3-8b: 100 tokens in 1 step; ")
+
+
+def test_the_plan_keeps_the_request_as_asked() -> None:
+    # session 39 QA: a saved bf16 plan's request listed K80, T4 and V100 under exclude_gpus,
+    # which the user never excluded (the GPU types without bf16 units, skipped and said so)
+    plan = gpucast.plan_llm_train(**SMALL, exclude_gpus=["B200"], providers=["aws"])
+    assert plan.request is not None and plan.request.exclude_gpus == ("B200",)
+    assert "T4" in plan.assumptions["bf16 GPUs"]  # the skip is said where it belongs
+    named = gpucast.plan_llm_train(**SMALL, gpus=["H100", "T4"])
+    assert named.request is not None and named.request.gpus == ("H100", "T4")
+    assert {c.gpu for c in named.candidates} == {"H100-SXM"}

@@ -568,6 +568,7 @@ def plan_llm_train(
     seq = request.seq_len or spec.max_context  # beyond the context: noted, as predict does
     perf = perf_params(None).value
     cluster = request_cluster(request, catalog)
+    asked = request  # what the result (and a saved plan) says was asked
     # the GPU types with units for the precision (fp8 tensor cores, bf16), as plan train searches
     request, units_skipped = gpus_with_units(
         request, catalog, cluster, request.precision, choices=TRAIN_PRECISIONS
@@ -669,7 +670,7 @@ def plan_llm_train(
         min_p_meet=request.min_p_meet,
     )
     return PlanLlmTrainResult(
-        request=request,
+        request=asked,
         model=spec.name,
         tokens=float(request.tokens),
         steps=math.ceil(request.tokens / (request.global_batch * seq)),
