@@ -4,7 +4,7 @@ The model comes from ``catalog/data/llm_models.csv`` (published hyper-parameters
 downloaded), the step from :mod:`gpucast.predict.parallel` (3D parallelism, ZeRO,
 recomputation, LoRA; memory per GPU after Korthikanti et al. 2022) with the roofline
 efficiencies of the fitted step-time model (``--software``, default ``tuned``: Megatron/NeMo
-class code). Give any of ``--tp --pp --dp --cp --micro-batch --zero --recompute`` to fix them;
+class code). Give any of ``--tp --pp --cp --vpp --micro-batch --zero --recompute`` to fix them;
 what is left open is searched, and the fastest layout that fits is returned with the runners-
 up. Validated on MLPerf Training v4.0's GPT-3 and Llama-2-70B LoRA systems
 (``benchmarks/steptime_accuracy.py`` section 4); every step states the 80% band those systems
