@@ -145,3 +145,28 @@ def test_predict_llm_train_on_a_cluster_says_its_gpus_and_prices_them() -> None:
     data = json.loads(runner.invoke(cli, [*args, "--json"]).stdout)
     assert data["cost"]["usd_per_hour"] == 40.0 and data["cost"]["usd_per_million_tokens"] > 0
     assert data["assumptions"]["GPUs"].startswith("16 of the cluster's 16 GPUs")
+
+
+def test_every_missing_link_field_is_named_in_one_error() -> None:
+    """QA session 39: a cluster described with --cluster-set alone took three runs to learn
+    that intra_node_gbps, then intra_node, then inter_node_gbps were required."""
+    args = ["predict", "llm-train", "--model", "llama-3-8b", "--gpu", "H100", "--global-batch",
+            "64", "--top", "0", "--cluster-set", "gpus_per_node=8,nodes=2"]  # fmt: skip
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.stderr.split())
+    assert line.startswith("error: cluster.intra_node_gbps: is required with 8 GPUs per node")
+    assert "so are intra_node (with 8 GPUs per node) and inter_node_gbps (for nodes > 1)" in line
+    assert "pass --cluster-set intra_node_gbps=900,intra_node=nvswitch,inter_node_gbps=400" in line
+    fixed = runner.invoke(cli, [*args[:-1], "gpus_per_node=8,nodes=2,intra_node_gbps=900,"
+                                "intra_node=nvswitch,inter_node_gbps=400"])  # fmt: skip
+    assert fixed.exit_code == 0, fixed.output
+    # in a file, the same: one line, each key to add
+    text = TOML.replace('intra_node = "nvswitch"\n', "").replace("inter_node_gbps = 400\n", "")
+    Path("c.toml").write_text(text)
+    result = runner.invoke(cli, ["plan", "train", *SMALL, "--cluster", "c.toml"])
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.stderr.split())
+    assert "cluster.intra_node: is required with 8 GPUs per node" in line
+    assert "so is inter_node_gbps (for nodes > 1)" in line
+    assert "add intra_node: nvswitch and inter_node_gbps: 400" in line
