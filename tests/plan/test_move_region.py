@@ -3,6 +3,8 @@ launched in another region (``--move-region``), priced and revoked as that regio
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from gpucast.plan.risk import SpotDelays, SpotJob, SpotMove, SpotPart, simulate_spots
@@ -62,3 +64,20 @@ def test_the_other_regions_prices_are_billed() -> None:
     _, cheap_cost, _, _ = _run(cheap)
     _, dear_cost, _, _ = _run(dear)
     assert dear_cost > 1.5 * cheap_cost
+
+
+def test_moves_and_revocations_are_counted_on_one_basis() -> None:
+    """Every replacement moves (after 0 s): a run's moves cannot outnumber its revocations.
+    The revocations were read at the central step time and the moves averaged over every
+    stratum of a wide step-time interval, so a plan printed more moves than revocations
+    (QA 39 L: '32.4 revocations ... (34.8 a run)')."""
+    wide = replace(_job(), speed_factors=(0.4, 1.0, 3.0))
+    move = SpotMove(region="there", after_s=0.0, parts=(_part(1.0),), startup_spot_s=60.0)
+    delays = SpotDelays(
+        startup_spot_s=60.0, startup_on_demand_s=60.0, capacity_gap_s=3 * 3600.0, move=move
+    )
+    (out,) = simulate_spots(
+        [(wide, delays)], runs=600, seed=2, checkpoint_s=5.0, restart_penalty_s=30.0
+    )
+    assert out.moves_mean is not None and out.moves_mean > 0.5
+    assert out.moves_mean <= out.revocations_mean * 1.001

@@ -507,6 +507,6 @@ def _outcome(
         revocations_mean=at_central_step(pooled.revocations, slowdown),
         checkpoint_every_steps=every,
         moved_to=None if move is None else move.region,
-        moves_mean=None if pooled.moves is None else float(np.mean(pooled.moves)),
+        moves_mean=None if pooled.moves is None else at_central_step(pooled.moves, slowdown),
         gpu_hours_mean=gpu_h,
     )
