@@ -81,3 +81,20 @@ def test_moves_and_revocations_are_counted_on_one_basis() -> None:
     )
     assert out.moves_mean is not None and out.moves_mean > 0.5
     assert out.moves_mean <= out.revocations_mean * 1.001
+
+
+def test_a_spot_rows_mean_states_its_monte_carlo_noise() -> None:
+    """A plan's spot row states its mean time and cost with the Monte Carlo's 95% CI (only
+    `simulate train` did), and the CI narrows as 1 / sqrt(runs)."""
+    wide = replace(_job(), speed_factors=(0.6, 1.0, 1.6))
+    delays = SpotDelays(startup_spot_s=60.0, startup_on_demand_s=60.0, capacity_gap_s=1800.0)
+
+    def ci(runs: int) -> tuple[float, float]:
+        (out,) = simulate_spots(
+            [(wide, delays)], runs=runs, seed=4, checkpoint_s=5.0, restart_penalty_s=30.0
+        )
+        return out.time_ci95_half_s, out.cost_ci95_half_usd
+
+    small, large = ci(300), ci(1200)
+    assert all(v > 0 for v in (*small, *large))
+    assert 1.5 < small[0] / large[0] < 2.7  # ~2 for 4x the runs

@@ -44,6 +44,7 @@ from gpucast.domain.simulation import (
     Summary,
     WorkerGroup,
     at_central_step,
+    mean_ci95_half,
 )
 from gpucast.predict.revocation import ExponentialLifetime, LifetimeDistribution
 from gpucast.simulate.transient import Delay, Job, Move, SpeedTable, simulate_batch
@@ -245,6 +246,10 @@ class SpotOutcome:
     #: mean GPU-hours billed per run: every node's time from its launch (after any capacity
     #: gap) to its revocation or the end, start-ups and lost work included, gaps not
     gpu_hours_mean: float | None = None
+    #: half-widths of the 95% CIs of ``time_mean_s`` and ``cost_mean_usd``: the Monte
+    #: Carlo's own noise (:func:`~gpucast.domain.simulation.mean_ci95_half`); nan: unknown
+    time_ci95_half_s: float = math.nan
+    cost_ci95_half_usd: float = math.nan
 
 
 def candidate_seed(seed: int, key: str) -> int:
@@ -509,4 +514,6 @@ def _outcome(
         moved_to=None if move is None else move.region,
         moves_mean=None if pooled.moves is None else at_central_step(pooled.moves, slowdown),
         gpu_hours_mean=gpu_h,
+        time_ci95_half_s=mean_ci95_half(pooled.duration_s, slowdown, central=True),
+        cost_ci95_half_usd=mean_ci95_half(final_usd, slowdown, central=True),
     )

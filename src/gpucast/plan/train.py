@@ -804,6 +804,18 @@ class _Pruning:
     gaps: dict[int, float] = field(default_factory=dict)
 
 
+def _mc_noise(spot: SpotOutcome) -> str:
+    """The Monte Carlo's own noise of a spot row's mean time and cost (95% CI half-widths,
+    relative), or nothing where it is unknown."""
+    t, c = spot.time_ci95_half_s, spot.cost_ci95_half_usd
+    if not (math.isfinite(t) and math.isfinite(c) and spot.time_mean_s > 0 < spot.cost_mean_usd):
+        return ""
+    return (
+        f"; the Monte Carlo's 95% CI +-{t / spot.time_mean_s:.1%} time, "
+        f"+-{c / spot.cost_mean_usd:.1%} cost"
+    )
+
+
 def _spot_estimates(
     space: Space,
     ev: Evaluation,
@@ -1418,8 +1430,8 @@ def _candidate(
         notes.append(
             f"spot: {spot.runs} simulated runs, {spot.revocations_mean:.2f} revocations on "
             f"average, checkpoint every {spot.checkpoint_every_steps:,} steps; time and cost "
-            "are their mean at the central step time (as on demand), p90 and P(meet deadline) "
-            "span the step time's interval too"
+            f"are their mean at the central step time (as on demand{_mc_noise(spot)}), p90 and "
+            "P(meet deadline) span the step time's interval too"
         )
         if spot.moved_to is not None:
             notes.append(
