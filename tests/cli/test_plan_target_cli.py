@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import gpucast
 from gpucast.cli.app import app as cli
+from gpucast.domain.jsonable import json_text
 
 runner = CliRunner()
 SMALL = ["plan", "train", "--workload", "cifar-resnet20", "--no-spot", "--gpu", "V100"]
@@ -132,6 +134,17 @@ def test_a_measured_noise_scale_sets_the_critical_batch(tmp_path: Path) -> None:
          "--no-spot", "--gpu", "T4", "--critical-batch", "4096", "--json"],
     )  # fmt: skip
     assert json.loads(given.output)["critical_batch"] == 4096
+    # predict train --learners prices Crossbow with the same stored B_noise (QA 39 Y #2: it
+    # took the family's prior, 4,096, where plan train took the measured one)
+    crossbow = runner.invoke(
+        cli,
+        ["--db", db, "predict", "train", "--workload", workload, "--batch-size", "64",
+         "--gpu", "T4", "--learners", "2", "--json"],
+    )  # fmt: skip
+    assert crossbow.exit_code == 0, crossbow.output
+    data = json.loads(crossbow.output)
+    assert data["crossbow"]["noise_batch"] == pytest.approx(noise["noise_scale"])
+    assert "B_simple" in data["crossbow_assumption"]["source"]
 
 
 @pytest.mark.parametrize(
@@ -187,6 +200,23 @@ def test_simulate_train_turns_a_target_into_steps_at_its_global_batch() -> None:
     assert "at this global batch 512" in note["value"]
 
 
+def test_simulate_train_scales_a_target_with_a_given_critical_batch() -> None:
+    # QA 39 Y #1: its note named --critical-batch as the override, and the flag did not exist
+    args = [*SIM, "--target", "1e6samples@128", "--critical-batch", "1000", "--json"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    (note,) = [a for a in data["assumptions"] if a["name"] == "statistical efficiency"]
+    # 1e6 x (1 + 512/1000) / (1 + 128/1000) = 1,340,426 samples = 2,619 steps of 512
+    assert "B_noise 1,000: given" in note["value"]
+    assert "2,619 steps of 512 samples" in note["value"]
+    api = gpucast.simulate_train(
+        gpu="K80", workers=4, region="us-east1", workload="resnet50", strategy="allreduce",
+        runs=100, speed="1.0", target="1e6samples@128", critical_batch=1000,
+    )  # fmt: skip
+    assert json.loads(json_text(api.to_dict()))["duration_s"] == data["duration_s"]
+
+
 def test_simulate_train_runs_an_mlperf_target_with_its_evaluations() -> None:
     import re
 
@@ -227,6 +257,9 @@ def test_simulate_train_says_when_evaluations_are_outside_the_timed_run() -> Non
         (["--steps", "10", "--target", "mlperf:resnet"], "--steps or as --target"),
         (["--target", "90epochs@512"], "dataset-size"),
         (["--target", "mlperf:nope"], "unknown MLPerf benchmark"),
+        (["--steps", "10", "--critical-batch", "100"], "critical-batch: only applies"),
+        (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),
+        (["--target", "1e6samples@128", "--critical-batch", "0"], "critical-batch"),
     ],
 )
 def test_simulate_target_bad_input(args: list[str], needle: str) -> None:

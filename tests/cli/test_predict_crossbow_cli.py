@@ -33,7 +33,11 @@ def test_learners_compare_with_one_large_batch() -> None:
 
 
 def test_bad_learners_is_one_line_exit_2() -> None:
-    for extra in (["--learners", "0"], ["--learners", "2", "--critical-batch", "-5"]):
+    for extra in (
+        ["--learners", "0"],
+        ["--learners", "2", "--critical-batch", "-5"],
+        ["--critical-batch", "290"],  # one learner: nothing to price it with (QA 39 Y #6)
+    ):
         result = runner.invoke(app, [*ARGS, *extra])
         assert result.exit_code == 2, result.output
         assert len(result.output.strip().splitlines()) == 1

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
+from gpucast.domain.convergence import check_critical_batch, critical_batch_option
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
 from gpucast.domain.options import is_default, lower_text, option
 from gpucast.domain.systems import (
@@ -145,10 +146,8 @@ class PredictTrainRequest:
         "averaging), compared with one learner at learners x batch.",
         example="4",
     )
-    critical_batch: float | None = option(
-        None,
-        help="--learners: the gradient noise scale B_noise [default: the workload family's].",
-        example="4096",
+    critical_batch: float | None = critical_batch_option(
+        "that prices --learners (Crossbow's small batches against one large one)"
     )
 
     def __post_init__(self) -> None:
@@ -174,12 +173,11 @@ class PredictTrainRequest:
             raise InvalidSpecError(
                 "learners", "must be >= 1", got=self.learners, fix="e.g. --learners 4"
             )
-        if self.critical_batch is not None and not (
-            math.isfinite(self.critical_batch) and self.critical_batch > 0
-        ):
+        check_critical_batch(self.critical_batch)
+        if self.critical_batch is not None and self.learners == 1:
             raise InvalidSpecError(
-                "critical-batch", "must be > 0 samples", got=self.critical_batch,
-                fix="e.g. --critical-batch 4096",
+                "critical-batch", "only applies with --learners 2 or more (Crossbow)",
+                got=self.critical_batch, fix="add --learners 4, or drop --critical-batch",
             )  # fmt: skip
         if isinstance(self.batch_size, bool) or self.batch_size < 1:
             raise InvalidSpecError(
@@ -406,7 +404,7 @@ def predict_train(
         memory=memory,
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
         profile_source=profile_origin(profile),
-        **_crossbow(request, facts, spec, estimate, calibration, efficiency.value),
+        **_crossbow(request, facts, spec, estimate, calibration, efficiency.value, store),
     )
 
 
@@ -457,6 +455,7 @@ def _crossbow(
     small: Any,
     calibration: Any,
     efficiency: Any,
+    store: Path,
 ) -> dict[str, Any]:
     """``--learners K``: Crossbow on this GPU (:mod:`gpucast.predict.crossbow`)."""
     if request.learners == 1:
@@ -475,7 +474,7 @@ def _crossbow(
         efficiency=efficiency,
     )
     fam = workload_family(request.workload)
-    noise = request.critical_batch or fam.critical_batch
+    noise, source = crossbow_noise_batch(request, fam, store)
     est = crossbow(
         learners=k,
         batch=b,
@@ -491,10 +490,28 @@ def _crossbow(
         f"every iteration; statistical efficiency from B_noise {noise:,.0f} "
         "(range: SMA keeps each learner's small-batch efficiency .. progresses like one "
         f"batch of {k * b:,})",
-        source="--critical-batch" if request.critical_batch else fam.source,
+        source=source,
         override="--critical-batch (gpucast measure train --noise-scale measures it)",
     )
     return {"crossbow": est, "crossbow_assumption": said}
+
+
+def crossbow_noise_batch(
+    request: PredictTrainRequest, fam: Any, store: Path
+) -> tuple[float, str]:
+    """B_noise for ``--learners`` and where it came from, in plan train's order:
+    ``--critical-batch``, else the noise scale ``measure train --noise-scale`` stored for the
+    workload, else the workload family's prior."""
+    from gpucast.inputs.convergence import stored_noise_scale
+
+    if request.critical_batch is not None:
+        return request.critical_batch, "--critical-batch"
+    noise = stored_noise_scale(store, request.workload)
+    if noise is not None:
+        early = " (at initialisation: it grows as training proceeds)"
+        said = f"measured: {noise.value.text()} [{noise.source}]"
+        return noise.value.noise_scale, said + (early if noise.value.at_initialisation else "")
+    return fam.critical_batch, f"the {fam.family} family's prior: {fam.source}"
 
 
 def _whole(n_bytes: float) -> float | int:

@@ -24,7 +24,14 @@ from gpucast.app._memory import check_simulated_memory
 from gpucast.app._request import resolve
 from gpucast.app.elastic import elastic_speed
 from gpucast.domain.catalog import offers_option
-from gpucast.domain.convergence import check_lr_rule, lr_rule_option, optimizer_option, parse_target
+from gpucast.domain.convergence import (
+    check_critical_batch,
+    check_lr_rule,
+    critical_batch_option,
+    lr_rule_option,
+    optimizer_option,
+    parse_target,
+)
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
 from gpucast.domain.options import is_default, lower_text, option
@@ -263,6 +270,10 @@ class SimulateTrainRequest:
     )
     lr_rule: str | None = lr_rule_option("the batches --elastic re-plans (tuned at this job's)")
     optimizer: str | None = optimizer_option()
+    critical_batch: float | None = critical_batch_option(
+        "that scales --target Nepochs@B or Nsamples@B to this cluster's global batch (and, "
+        "with --elastic, to the batches it re-plans); a --target table brings its own fit"
+    )
 
     def __post_init__(self) -> None:
         on_cluster = check_cluster_options(
@@ -282,6 +293,13 @@ class SimulateTrainRequest:
                 fix="use --strategy allreduce, ps-sync or fsdp, or drop the flag",
             )  # fmt: skip
         check_lr_rule(self.lr_rule, self.optimizer)
+        check_critical_batch(self.critical_batch)
+        if self.critical_batch is not None and self.target is None and not self.elastic:
+            raise InvalidSpecError(
+                "critical-batch", "only applies with --target Nepochs@B|Nsamples@B or --elastic "
+                "(--steps are this cluster's steps)", got=self.critical_batch,
+                fix="give the work as --target Nsamples@B, add --elastic, or drop --critical-batch",
+            )  # fmt: skip
         if (self.lr_rule is not None or self.optimizer is not None) and not self.elastic:
             raise InvalidSpecError(
                 "lr-rule", "only applies to --elastic (the batch changes only there)",
@@ -436,7 +454,7 @@ def _steps_to_target(
     spec = parse_target(text)
     fam = workload_family(request.workload or "")
     noise = None
-    if not spec.table and request.workload:
+    if not spec.table and request.workload and request.critical_batch is None:
         noise = stored_noise_scale(
             Path(db) if db is not None else default_db_path(), request.workload
         )
@@ -445,7 +463,7 @@ def _steps_to_target(
         workload_family=fam.family,
         family_critical_batch=fam.critical_batch,
         family_source=fam.source,
-        critical_batch=None,
+        critical_batch=request.critical_batch,
         dataset_size=request.dataset_size,
         data_dir=data_dir,
         noise=noise,
