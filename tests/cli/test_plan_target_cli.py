@@ -91,7 +91,8 @@ def test_zeus_target_uses_the_published_seeds(shared_data: Path) -> None:
     [
         (["--target", "soon"], "target"),
         (["--target", "mlperf:resnet", "--epochs", "3"], "not both"),
-        (["--target", "mlperf:imagenet"], "unknown MLPerf benchmark"),
+        # the field first, as every other target error (QA 39 Y #4)
+        (["--target", "mlperf:imagenet"], "target: unknown MLPerf benchmark 'imagenet'"),
         (["--target", "zeus:imagenet"], "--data-dir"),
         (["--target", "0samples@128"], "> 0"),
         (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),
@@ -256,7 +257,7 @@ def test_simulate_train_says_when_evaluations_are_outside_the_timed_run() -> Non
         ([], "--steps or as --target"),
         (["--steps", "10", "--target", "mlperf:resnet"], "--steps or as --target"),
         (["--target", "90epochs@512"], "dataset-size"),
-        (["--target", "mlperf:nope"], "unknown MLPerf benchmark"),
+        (["--target", "mlperf:nope"], "target: unknown MLPerf benchmark"),
         (["--steps", "10", "--critical-batch", "100"], "critical-batch: only applies"),
         (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),
         (["--target", "1e6samples@128", "--critical-batch", "0"], "critical-batch"),

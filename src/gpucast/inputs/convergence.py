@@ -91,6 +91,21 @@ def mlperf_runs(benchmark: str) -> Runs:
     )
 
 
+def _mlperf_target_runs(spec: TargetSpec) -> Runs:
+    """:func:`mlperf_runs` of ``--target mlperf:NAME``; an unknown NAME is refused with the
+    field and how the flag takes the names (``mlperf:NAME``)."""
+    from gpucast.catalog.convergence import load_convergence
+    from gpucast.domain.convergence import UnknownBenchmarkError
+
+    try:
+        return mlperf_runs(spec.name)
+    except UnknownBenchmarkError:
+        known = {p.benchmark for p in load_convergence()}
+        raise UnknownBenchmarkError(
+            spec.name, known, field="target", fix="give it as --target mlperf:NAME"
+        ) from None
+
+
 def zeus_runs(data_dir: Path | None) -> dict[str, Runs]:
     """The seeds of every Zeus workload at Zeus's own target, in epochs (``{dataset: Runs}``);
     ``{}`` without the published data."""
@@ -137,7 +152,7 @@ def _table_curve(
     spec: TargetSpec, data_dir: Path | None, dataset_size: int | None
 ) -> tuple[ConvergenceCurve, float | None, Assumption]:
     if spec.kind == "mlperf":
-        runs = mlperf_runs(spec.name)
+        runs = _mlperf_target_runs(spec)
     else:
         table = zeus_runs(data_dir)
         if not table:
