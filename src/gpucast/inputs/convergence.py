@@ -255,6 +255,7 @@ def work_curve(
         samples = spec.amount * dataset_size
     else:
         samples = spec.amount
+    _check_one_step(spec, samples)
     if critical_batch is not None:
         bn, label, why = critical_batch, "given", "given (--critical-batch)"
     elif noise is not None:
@@ -288,6 +289,25 @@ def work_curve(
         "gpucast measure train --noise-scale",
     )
     return curve, (None if dataset_size is None else float(dataset_size)), (assumption,)
+
+
+def _check_one_step(spec: TargetSpec, samples: float) -> None:
+    """Work of less than one step at its own batch is a typo (QA 39 Y #5: 90 epochs of 1,000
+    samples at a reference batch of 2,000,000 were half a step, and the law then read 1.5
+    epochs at 2,048): refused."""
+    batch = float(spec.batch or 0)
+    if samples >= batch:
+        return
+    given = "@" in spec.text  # --target N{epochs,samples}@B, else --epochs at --reference-batch
+    raise InvalidSpecError(
+        "target" if given else "reference-batch",
+        f"{samples:,.0f} samples to target is less than one step of global batch {batch:,.0f}",
+        got=spec.text if given else f"{spec.text} at {batch:,.0f}",
+        fix="give the batch the work was measured at (the batch after @: at most the samples)"
+        if given
+        else "give the batch the epochs were tuned at (--reference-batch at most the samples), "
+        "or check --epochs and --dataset-size",
+    )
 
 
 def target_evaluations(spec: TargetSpec) -> tuple[EvaluationCost | None, Assumption | None]:
