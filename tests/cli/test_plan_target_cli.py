@@ -47,6 +47,7 @@ def test_mlperf_target_is_turned_into_samples_at_each_global_batch() -> None:
     plan = _plan("--target", "mlperf:resnet")
     text = _efficiency(plan)
     assert "mlperf:resnet" in text and "B_noise" in text and "at the recommended" in text
+    assert "its seeds trained resnet50, not cifar-resnet20" in text  # QA 39 Y #3
     assert plan["request"]["target"] == "mlperf:resnet"
     for c in plan["candidates"]:
         assert 30 < c["epochs"] < 90  # ImageNet epochs of the MLPerf reference

@@ -670,6 +670,7 @@ def _work_curve(
         dataset_size=request.dataset_size,
         data_dir=data_dir,
         noise=noise,
+        workload=request.workload,
     )
     if request.dataset_size is None and epoch is not None:
         request = dataclasses.replace(request, dataset_size=round(epoch))

@@ -467,6 +467,7 @@ def _steps_to_target(
         dataset_size=request.dataset_size,
         data_dir=data_dir,
         noise=noise,
+        workload=request.workload,
     )
     rule: tuple[Assumption, ...] = ()
     if request.lr_rule is not None:

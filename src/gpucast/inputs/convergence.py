@@ -231,10 +231,12 @@ def work_curve(
     dataset_size: int | None,
     data_dir: Path | None,
     noise: Sourced[GradientNoise] | None,
+    workload: str | None = None,
 ) -> tuple[ConvergenceCurve, float | None, tuple[Assumption, ...]]:
     """The samples-to-target curve of a target, the samples per epoch (``None``: unknown) and
     the assumptions behind it (module docstring). ``spec`` ``epochs``/``samples`` carry the
-    reference batch."""
+    reference batch; a table's assumption says so where its seeds trained another model than
+    ``workload``."""
     if spec.kind in ("mlperf", "zeus"):
         curve, epoch, assumption = _table_curve(spec, data_dir, dataset_size)
         if critical_batch is not None:
@@ -242,6 +244,16 @@ def work_curve(
                 "critical-batch",
                 f"--target {spec.text} brings its own measured efficiency",
                 fix="drop --critical-batch, or give the work as --target <N>epochs@<B>",
+            )
+        model = table_model(spec)
+        if workload is not None and model != workload:
+            # QA 39 Y #3: resnet50 planned to mlperf:bert's samples without a word
+            trained = model or "the benchmark's model (no built-in workload is it)"
+            assumption = replace(
+                assumption,
+                value=f"{assumption.value}; its seeds trained {trained}, not {workload}: "
+                f"{workload} is assumed to need the samples they needed",
+                override=f"{assumption.override}, --target Nepochs@B (your own model's work)",
             )
         return curve, epoch, (assumption,)
     assert spec.batch is not None and spec.amount is not None
@@ -289,6 +301,17 @@ def work_curve(
         "gpucast measure train --noise-scale",
     )
     return curve, (None if dataset_size is None else float(dataset_size)), (assumption,)
+
+
+def table_model(spec: TargetSpec) -> str | None:
+    """The built-in workload that expresses a convergence table's model (``None``: none)."""
+    from gpucast.domain.published import MLPERF_HELD_OUT, MLPERF_WORKLOADS, ZEUS_AS_WORKLOADS
+
+    if spec.kind == "mlperf":
+        published = MLPERF_WORKLOADS.get(spec.name) or MLPERF_HELD_OUT.get(spec.name)
+        return None if published is None else published.workload
+    zeus = ZEUS_AS_WORKLOADS.get(spec.name)
+    return None if zeus is None else zeus.spec.workload
 
 
 def _check_one_step(spec: TargetSpec, samples: float) -> None:
