@@ -288,6 +288,8 @@ def test_lr_rule_prices_a_fixed_rule_and_auto_names_its_choice() -> None:
     assert best[1]["epochs"] > best[0]["epochs"] * 1.01  # sqrt under-steps SGD at 4 x B0+
     assert best[2]["epochs"] == pytest.approx(best[0]["epochs"], rel=0.011)
     assert "sqrt rule" in _rule_note(sqrt) and "sgd optimizer" in _rule_note(sqrt)
+    (rule,) = [a for a in sqrt["assumptions"] if a["name"] == "learning rate"]
+    assert "--target Nepochs@B's B" in rule["override"]  # not --reference-batch alone (QA 39 Y #9)
     # cifar family: B_noise 2,048; at 512 linear costs +1.3% (> 1%): AdaScale
     assert "learning rate chosen: adascale" in _efficiency(auto)
     assert "linear +1.3%" in _efficiency(auto)
