@@ -100,8 +100,10 @@ def test_zeus_target_uses_the_published_seeds(shared_data: Path) -> None:
         (["--workload", "mlp"], "no convergence data or target given"),
         # less than one step at its own batch (QA 39 Y #5)
         (["--target", "1e6samples@2000000"], "target: 1,000,000 samples to target is less"),
-        (["--epochs", "90", "--reference-batch", "2000000", "--dataset-size", "1000"],
-         "reference-batch: 90,000 samples to target is less than one step"),
+        (
+            ["--epochs", "90", "--reference-batch", "2000000", "--dataset-size", "1000"],
+            "reference-batch: 90,000 samples to target is less than one step",
+        ),
     ],
 )
 def test_bad_targets_are_one_line_and_exit_2(args: list[str], needle: str) -> None:

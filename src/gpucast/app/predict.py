@@ -496,9 +496,7 @@ def _crossbow(
     return {"crossbow": est, "crossbow_assumption": said}
 
 
-def crossbow_noise_batch(
-    request: PredictTrainRequest, fam: Any, store: Path
-) -> tuple[float, str]:
+def crossbow_noise_batch(request: PredictTrainRequest, fam: Any, store: Path) -> tuple[float, str]:
     """B_noise for ``--learners`` and where it came from, in plan train's order:
     ``--critical-batch``, else the noise scale ``measure train --noise-scale`` stored for the
     workload, else the workload family's prior."""
