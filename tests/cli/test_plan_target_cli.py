@@ -225,6 +225,16 @@ def test_simulate_train_scales_a_target_with_a_given_critical_batch() -> None:
     assert json.loads(json_text(api.to_dict()))["duration_s"] == data["duration_s"]
 
 
+def test_simulate_train_takes_epochs_of_the_family_dataset_as_plan_train() -> None:
+    # QA 39 Y #13: plan train took 90epochs@B for resnet50, simulate train refused it
+    result = runner.invoke(cli, [*SIM, "--target", "90epochs@512", "--json"])
+    assert result.exit_code == 0, result.output
+    notes = {a["name"]: a["value"] for a in json.loads(result.output)["assumptions"]}
+    assert notes["dataset size"] == "1,281,167 samples per epoch"
+    steps = -(-90 * 1_281_167 // 512)  # at the reference batch: ceil(samples / 512)
+    assert f"{steps:,} steps of 512 samples" in notes["statistical efficiency"]
+
+
 def test_simulate_train_runs_an_mlperf_target_with_its_evaluations() -> None:
     import re
 
@@ -263,7 +273,7 @@ def test_simulate_train_says_when_evaluations_are_outside_the_timed_run() -> Non
     [
         ([], "--steps or as --target"),
         (["--steps", "10", "--target", "mlperf:resnet"], "--steps or as --target"),
-        (["--target", "90epochs@512"], "dataset-size"),
+        (["--workload", "mlp", "--target", "90epochs@512"], "dataset-size"),  # no default
         (["--target", "mlperf:nope"], "target: unknown MLPerf benchmark"),
         (["--steps", "10", "--critical-batch", "100"], "critical-batch: only applies"),
         (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),

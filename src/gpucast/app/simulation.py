@@ -196,7 +196,10 @@ class SimulateTrainRequest:
         example="mlperf:resnet",
     )
     dataset_size: int | None = option(
-        None, help="Samples per epoch, for --target Nepochs@B or zeus:NAME.", example="50000"
+        None,
+        help="Samples per epoch, for --target Nepochs@B or zeus:NAME [default: the workload "
+        "family's, as plan train; a Zeus trace's own].",
+        example="50000",
     )
     runs: int = option(2000, help="Monte Carlo runs.", example="2000")
     replace: bool = option(
@@ -453,6 +456,18 @@ def _steps_to_target(
         text = f"{request.steps * batch}samples@{batch}"
     spec = parse_target(text)
     fam = workload_family(request.workload or "")
+    dataset_size, sized = request.dataset_size, ()
+    if spec.kind == "epochs" and dataset_size is None and fam.default_dataset_size is not None:
+        # as plan train does (QA 39 Y #13: 90epochs@256 planned, and refused here)
+        dataset_size = fam.default_dataset_size
+        sized = (
+            Assumption(
+                name="dataset size",
+                value=f"{dataset_size:,} samples per epoch",
+                source=f"{fam.family} family default",
+                override="--dataset-size",
+            ),
+        )
     noise = None
     if not spec.table and request.workload and request.critical_batch is None:
         noise = stored_noise_scale(
@@ -464,7 +479,7 @@ def _steps_to_target(
         family_critical_batch=fam.critical_batch,
         family_source=fam.source,
         critical_batch=request.critical_batch,
-        dataset_size=request.dataset_size,
+        dataset_size=dataset_size,
         data_dir=data_dir,
         noise=noise,
         workload=request.workload,
@@ -490,7 +505,7 @@ def _steps_to_target(
         )
         for a in notes
     )
-    return steps, (*notes, *rule), curve
+    return steps, (*sized, *notes, *rule), curve
 
 
 def _evaluation_steps(
