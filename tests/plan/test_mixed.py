@@ -294,3 +294,20 @@ def test_equal_and_capped_batches_sum_to_the_global_batch() -> None:
         np.array([[90, 500]]),
     )  # fmt: skip
     assert changed[0] and b[0, 0] == 90 and (4 * b[0] + e[0]).sum() == 512
+
+
+def test_v100_k80_proportional_split_counts_the_recomputation_it_needs() -> None:
+    from gpucast.plan.hetero import SPLIT_PROPORTIONAL
+
+    # activations that let a V100 hold ~59 samples plainly (a K80 ~43): the proportional
+    # split's V100 share needs recomputation, 1.33x slower; split by the speeds before it, the
+    # K80s idled a quarter of the step (QA 39 Y #11). Split by the speeds with it, both parts
+    # take about as long.
+    res = _v100_k80_search(activation_bytes_per_sample=2.5e8)
+    ev = res.evaluation
+    i, fast = _mixed_row(res)
+    assert ev.batch_split[i] == SPLIT_PROPORTIONAL and ev.checkpointing[i] and ev.fits[i]
+    assert 4 * ev.part_batch[i].sum() + ev.part_extra[i].sum() == 512
+    compute = ev.part_compute_s[i]
+    assert 1.0 - compute.min() / compute.max() < 0.05, (ev.part_batch[i], compute)
+    assert ev.compute_s[i] < ev.equal_compute_s[i]
