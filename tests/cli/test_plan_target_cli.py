@@ -53,6 +53,14 @@ def test_mlperf_target_is_turned_into_samples_at_each_global_batch() -> None:
         assert 30 < c["epochs"] < 90  # ImageNet epochs of the MLPerf reference
 
 
+def test_the_footer_does_not_credit_a_fitted_critical_batch_to_the_family() -> None:
+    # QA 39 Y #14: "critical batch 45,642 (cifar-cnn)" read as the family's prior
+    result = runner.invoke(cli, [*SMALL, "--target", "mlperf:resnet"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "(the statistical efficiency's B_noise; workload family cifar-cnn)" in text
+
+
 def test_mlperf_target_times_the_run_with_its_evaluations() -> None:
     from gpucast.catalog.mlperf_eval import mlperf_eval_schedule
     from gpucast.catalog.steptime import shipped_step_time_model
