@@ -404,7 +404,16 @@ def predict_train(
         memory=memory,
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
         profile_source=profile_origin(profile),
-        **_crossbow(request, facts, spec, estimate, calibration, efficiency.value, store),
+        **_crossbow(
+            request,
+            facts,
+            spec,
+            estimate,
+            calibration,
+            efficiency.value,
+            store,
+            float(memory["usable_bytes"]),
+        ),
     )
 
 
@@ -456,10 +465,13 @@ def _crossbow(
     calibration: Any,
     efficiency: Any,
     store: Path,
+    usable_bytes: float,
 ) -> dict[str, Any]:
-    """``--learners K``: Crossbow on this GPU (:mod:`gpucast.predict.crossbow`)."""
+    """``--learners K``: Crossbow on this GPU (:mod:`gpucast.predict.crossbow`); learners
+    whose model replicas do not fit its memory are refused."""
     if request.learners == 1:
         return {}
+    _check_learners_fit(request, facts, spec, usable_bytes)
     from gpucast.domain.provenance import Assumption
     from gpucast.plan.efficiency import workload_family
     from gpucast.predict.crossbow import crossbow
@@ -494,6 +506,35 @@ def _crossbow(
         override="--critical-batch (gpucast measure train --noise-scale measures it)",
     )
     return {"crossbow": est, "crossbow_assumption": said}
+
+
+def _check_learners_fit(
+    request: PredictTrainRequest, facts: WorkloadFacts, spec: GpuSpec, usable_bytes: float
+) -> None:
+    """K learners keep a model replica each (QA 39 Y #16: 8 BERT-large learners were priced
+    on one T4, as plan train's learners would refuse): one line, exit 2, where they do not
+    fit; the fix names the most that do."""
+    from gpucast.plan.learners import replicas_bytes
+
+    b = request.batch_size
+
+    def need(k: int) -> float:
+        return replicas_bytes(facts, k, facts.activation_bytes_per_sample * k * b)
+
+    k = request.learners
+    if need(k) <= usable_bytes:
+        return
+    fits = [j for j in range(k - 1, 1, -1) if need(j) <= usable_bytes]
+    gib = 2.0**30
+    raise InvalidSpecError(
+        "learners",
+        f"{k} learners of {b} need {need(k) / gib:.1f} GiB on one {spec.name} (a model "
+        f"replica each, one optimizer state), {usable_bytes / gib:.1f} GiB usable",
+        got=k,
+        fix=f"use --learners {fits[0]} or fewer"
+        if fits
+        else "use a smaller --batch-size or a GPU with more memory (--gpu)",
+    )
 
 
 def crossbow_noise_batch(request: PredictTrainRequest, fam: Any, store: Path) -> tuple[float, str]:
