@@ -174,6 +174,8 @@ def test_plan_with_mixed_clusters_reports_workers() -> None:
         assert c.gpus == sum(p.gpus for p in c.parts)
         if c.strategy != "ps":
             assert sum(p.samples_per_step for p in c.parts) == c.global_batch
+            # whichever part finishes first waits (QA 39 Y: "the fastest worker idles")
+            assert any("the worker done first waits" in n for n in c.notes), c.notes
     data = json.loads(json.dumps(plan.to_dict()))
     mixed_json = [c for c in data["candidates"] if "+" in c["gpu"]]
     assert mixed_json and all(len(c["workers"]) == 2 for c in mixed_json)

@@ -1469,7 +1469,8 @@ def _candidate(
             how = int(ev.batch_split[i])
             note = (
                 f"per-worker batches {SPLIT_LABELS[how]}: {split}; global batch "
-                f"{int(ev.global_batch[i]):,}; the fastest worker idles {idle:.1%} of its compute"
+                f"{int(ev.global_batch[i]):,}; the worker done first waits {idle:.1%} of the "
+                "step's compute"
             )
             if how != SPLIT_EQUAL:
                 slow = max(parts, key=lambda p: p.compute_s / max(p.per_worker_batch, 1))
