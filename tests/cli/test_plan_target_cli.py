@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import gpucast
 from gpucast.cli.app import app as cli
+from gpucast.domain.jsonable import json_text
 
 runner = CliRunner()
 SMALL = ["plan", "train", "--workload", "cifar-resnet20", "--no-spot", "--gpu", "V100"]
@@ -45,9 +47,18 @@ def test_mlperf_target_is_turned_into_samples_at_each_global_batch() -> None:
     plan = _plan("--target", "mlperf:resnet")
     text = _efficiency(plan)
     assert "mlperf:resnet" in text and "B_noise" in text and "at the recommended" in text
+    assert "its seeds trained resnet50, not cifar-resnet20" in text  # QA 39 Y #3
     assert plan["request"]["target"] == "mlperf:resnet"
     for c in plan["candidates"]:
         assert 30 < c["epochs"] < 90  # ImageNet epochs of the MLPerf reference
+
+
+def test_the_footer_does_not_credit_a_fitted_critical_batch_to_the_family() -> None:
+    # QA 39 Y #14: "critical batch 45,642 (cifar-cnn)" read as the family's prior
+    result = runner.invoke(cli, [*SMALL, "--target", "mlperf:resnet"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "(the statistical efficiency's B_noise; workload family cifar-cnn)" in text
 
 
 def test_mlperf_target_times_the_run_with_its_evaluations() -> None:
@@ -89,11 +100,18 @@ def test_zeus_target_uses_the_published_seeds(shared_data: Path) -> None:
     [
         (["--target", "soon"], "target"),
         (["--target", "mlperf:resnet", "--epochs", "3"], "not both"),
-        (["--target", "mlperf:imagenet"], "unknown MLPerf benchmark"),
+        # the field first, as every other target error (QA 39 Y #4)
+        (["--target", "mlperf:imagenet"], "target: unknown MLPerf benchmark 'imagenet'"),
         (["--target", "zeus:imagenet"], "--data-dir"),
         (["--target", "0samples@128"], "> 0"),
         (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),
         (["--workload", "mlp"], "no convergence data or target given"),
+        # less than one step at its own batch (QA 39 Y #5)
+        (["--target", "1e6samples@2000000"], "target: 1,000,000 samples to target is less"),
+        (
+            ["--epochs", "90", "--reference-batch", "2000000", "--dataset-size", "1000"],
+            "reference-batch: 90,000 samples to target is less than one step",
+        ),
     ],
 )
 def test_bad_targets_are_one_line_and_exit_2(args: list[str], needle: str) -> None:
@@ -132,6 +150,17 @@ def test_a_measured_noise_scale_sets_the_critical_batch(tmp_path: Path) -> None:
          "--no-spot", "--gpu", "T4", "--critical-batch", "4096", "--json"],
     )  # fmt: skip
     assert json.loads(given.output)["critical_batch"] == 4096
+    # predict train --learners prices Crossbow with the same stored B_noise (QA 39 Y #2: it
+    # took the family's prior, 4,096, where plan train took the measured one)
+    crossbow = runner.invoke(
+        cli,
+        ["--db", db, "predict", "train", "--workload", workload, "--batch-size", "64",
+         "--gpu", "T4", "--learners", "2", "--json"],
+    )  # fmt: skip
+    assert crossbow.exit_code == 0, crossbow.output
+    data = json.loads(crossbow.output)
+    assert data["crossbow"]["noise_batch"] == pytest.approx(noise["noise_scale"])
+    assert "B_simple" in data["crossbow_assumption"]["source"]
 
 
 @pytest.mark.parametrize(
@@ -187,6 +216,33 @@ def test_simulate_train_turns_a_target_into_steps_at_its_global_batch() -> None:
     assert "at this global batch 512" in note["value"]
 
 
+def test_simulate_train_scales_a_target_with_a_given_critical_batch() -> None:
+    # QA 39 Y #1: its note named --critical-batch as the override, and the flag did not exist
+    args = [*SIM, "--target", "1e6samples@128", "--critical-batch", "1000", "--json"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    (note,) = [a for a in data["assumptions"] if a["name"] == "statistical efficiency"]
+    # 1e6 x (1 + 512/1000) / (1 + 128/1000) = 1,340,426 samples = 2,619 steps of 512
+    assert "B_noise 1,000: given" in note["value"]
+    assert "2,619 steps of 512 samples" in note["value"]
+    api = gpucast.simulate_train(
+        gpu="K80", workers=4, region="us-east1", workload="resnet50", strategy="allreduce",
+        runs=100, speed="1.0", target="1e6samples@128", critical_batch=1000,
+    )  # fmt: skip
+    assert json.loads(json_text(api.to_dict()))["duration_s"] == data["duration_s"]
+
+
+def test_simulate_train_takes_epochs_of_the_family_dataset_as_plan_train() -> None:
+    # QA 39 Y #13: plan train took 90epochs@B for resnet50, simulate train refused it
+    result = runner.invoke(cli, [*SIM, "--target", "90epochs@512", "--json"])
+    assert result.exit_code == 0, result.output
+    notes = {a["name"]: a["value"] for a in json.loads(result.output)["assumptions"]}
+    assert notes["dataset size"] == "1,281,167 samples per epoch"
+    steps = -(-90 * 1_281_167 // 512)  # at the reference batch: ceil(samples / 512)
+    assert f"{steps:,} steps of 512 samples" in notes["statistical efficiency"]
+
+
 def test_simulate_train_runs_an_mlperf_target_with_its_evaluations() -> None:
     import re
 
@@ -225,8 +281,11 @@ def test_simulate_train_says_when_evaluations_are_outside_the_timed_run() -> Non
     [
         ([], "--steps or as --target"),
         (["--steps", "10", "--target", "mlperf:resnet"], "--steps or as --target"),
-        (["--target", "90epochs@512"], "dataset-size"),
-        (["--target", "mlperf:nope"], "unknown MLPerf benchmark"),
+        (["--workload", "mlp", "--target", "90epochs@512"], "dataset-size"),  # no default
+        (["--target", "mlperf:nope"], "target: unknown MLPerf benchmark"),
+        (["--steps", "10", "--critical-batch", "100"], "critical-batch: only applies"),
+        (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),
+        (["--target", "1e6samples@128", "--critical-batch", "0"], "critical-batch"),
     ],
 )
 def test_simulate_target_bad_input(args: list[str], needle: str) -> None:
@@ -249,6 +308,8 @@ def test_lr_rule_prices_a_fixed_rule_and_auto_names_its_choice() -> None:
     assert best[1]["epochs"] > best[0]["epochs"] * 1.01  # sqrt under-steps SGD at 4 x B0+
     assert best[2]["epochs"] == pytest.approx(best[0]["epochs"], rel=0.011)
     assert "sqrt rule" in _rule_note(sqrt) and "sgd optimizer" in _rule_note(sqrt)
+    (rule,) = [a for a in sqrt["assumptions"] if a["name"] == "learning rate"]
+    assert "--target Nepochs@B's B" in rule["override"]  # not --reference-batch alone (QA 39 Y #9)
     # cifar family: B_noise 2,048; at 512 linear costs +1.3% (> 1%): AdaScale
     assert "learning rate chosen: adascale" in _efficiency(auto)
     assert "linear +1.3%" in _efficiency(auto)

@@ -33,7 +33,21 @@ def test_learners_compare_with_one_large_batch() -> None:
 
 
 def test_bad_learners_is_one_line_exit_2() -> None:
-    for extra in (["--learners", "0"], ["--learners", "2", "--critical-batch", "-5"]):
+    for extra in (
+        ["--learners", "0"],
+        ["--learners", "2", "--critical-batch", "-5"],
+        ["--critical-batch", "290"],  # one learner: nothing to price it with (QA 39 Y #6)
+    ):
         result = runner.invoke(app, [*ARGS, *extra])
         assert result.exit_code == 2, result.output
         assert len(result.output.strip().splitlines()) == 1
+
+
+def test_learners_whose_replicas_do_not_fit_are_refused() -> None:
+    # QA 39 Y #16: 8 BERT-large learners of 8 were priced on one T4 (16 GB) without a word
+    args = ["predict", "train", "--workload", "bert-large", "--batch-size", "8", "--gpu", "T4"]
+    result = runner.invoke(app, [*args, "--learners", "8"])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1
+    assert line.startswith("error: learners: 8 learners of 8 need") and "GiB usable" in line

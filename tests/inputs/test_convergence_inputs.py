@@ -131,3 +131,22 @@ def test_stored_noise_scale_reads_the_newest_measurement(tmp_path: Path) -> None
     assert found is not None and found.value.data == "second"
     assert f"#{second}" in found.source
     assert stored_noise_scale(db, "other") is None
+
+
+@pytest.mark.parametrize(
+    ("target", "workload", "trained"),
+    [
+        ("mlperf:resnet", "resnet50", None),
+        ("mlperf:bert", "resnet50", "bert-large"),
+        ("mlperf:resnet", "cifar-resnet20", "resnet50"),
+        ("mlperf:gpt3", "gpt2-small", "the benchmark's model (no built-in workload is it)"),
+    ],
+)
+def test_a_table_for_another_model_says_so(target: str, workload: str, trained: str) -> None:
+    # QA 39 Y #3: resnet50 planned to mlperf:bert's samples to target without a word
+    _, _, (note,) = _curve(target, workload=workload)
+    if trained is None:
+        assert "its seeds trained" not in note.value
+    else:
+        assert f"its seeds trained {trained}, not {workload}" in note.value
+        assert "--target Nepochs@B" in (note.override or "")

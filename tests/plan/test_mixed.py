@@ -174,6 +174,8 @@ def test_plan_with_mixed_clusters_reports_workers() -> None:
         assert c.gpus == sum(p.gpus for p in c.parts)
         if c.strategy != "ps":
             assert sum(p.samples_per_step for p in c.parts) == c.global_batch
+            # whichever part finishes first waits (QA 39 Y: "the fastest worker idles")
+            assert any("the worker done first waits" in n for n in c.notes), c.notes
     data = json.loads(json.dumps(plan.to_dict()))
     mixed_json = [c for c in data["candidates"] if "+" in c["gpu"]]
     assert mixed_json and all(len(c["workers"]) == 2 for c in mixed_json)
@@ -294,3 +296,21 @@ def test_equal_and_capped_batches_sum_to_the_global_batch() -> None:
         np.array([[90, 500]]),
     )  # fmt: skip
     assert changed[0] and b[0, 0] == 90 and (4 * b[0] + e[0]).sum() == 512
+
+
+def test_v100_k80_proportional_split_counts_the_recomputation_it_needs() -> None:
+    from gpucast.plan.hetero import SPLIT_PROPORTIONAL
+
+    # activations that let a V100 hold ~59 samples plainly (a K80 ~43): the proportional
+    # split's V100 share needs recomputation, 1.33x slower; split by the speeds before it, the
+    # K80s idled a quarter of the step (QA 39 Y #11). Split by the speeds with it, both parts
+    # take about as long.
+    res = _v100_k80_search(activation_bytes_per_sample=2.5e8)
+    ev = res.evaluation
+    i, fast = _mixed_row(res)
+    assert ev.batch_split[i] == SPLIT_PROPORTIONAL and ev.checkpointing[i] and ev.fits[i]
+    assert 4 * ev.part_batch[i].sum() + ev.part_extra[i].sum() == 512
+    assert ev.part_batch[i, fast] > 3 * ev.part_batch[i, 1 - fast]  # the V100s still take most
+    compute = ev.part_compute_s[i]
+    assert 1.0 - compute.min() / compute.max() < 0.05, (ev.part_batch[i], compute)
+    assert ev.compute_s[i] < ev.equal_compute_s[i]

@@ -175,6 +175,14 @@ def test_over_budget_says_how_much_is_needed() -> None:
 def test_workload_that_fits_no_gpu() -> None:
     with pytest.raises(NoFeasiblePlanError, match="fits no GPU with any strategy"):
         plan_training(request(), context(activation_bytes_per_sample=1e11))
+    # the fix names the flag the batches came from (QA 39 Y #17)
+    for changes, flag in (
+        ({"batch_sizes": (64, 128)}, "smaller --batch-sizes,"),
+        ({"batch_size": 64}, "smaller --batch-size,"),
+        ({"global_batch": 512}, "smaller --global-batch,"),
+    ):
+        with pytest.raises(NoFeasiblePlanError, match=flag):
+            plan_training(request(**changes), context(activation_bytes_per_sample=1e11))
 
 
 def test_unknown_names_fail_with_close_matches() -> None:

@@ -117,3 +117,17 @@ def test_curve_round_trips_and_scales() -> None:
     scaled = curve.scaled(50_000.0, "samples")
     np.testing.assert_allclose(scaled.samples([100.0]), curve.samples([100.0]) * 50_000.0)
     assert scaled.unit == "samples"
+
+
+def test_the_batch_note_never_prints_minus_zero() -> None:
+    from gpucast.plan.efficiency import at_batch_note
+    from gpucast.predict.convergence import ConvergenceCurve
+
+    # QA 39 Y #10: "35.0 epochs, -0.0% over 35.0 at 1,632" for a change of -0.001%
+    curve = ConvergenceCurve.from_reference(
+        samples_at_reference=35.0 * 1000, reference_batch=1632.0, noise_batch=1e9
+    )
+    note = at_batch_note(curve, 1536.0, 1000.0)
+    assert "+0.0% over 35.0 at 1,632" in note and "-0.0%" not in note
+    larger = at_batch_note(curve, 1e7, 1000.0)  # a real change keeps its sign
+    assert "+1.0% over" in larger

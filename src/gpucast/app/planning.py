@@ -670,6 +670,7 @@ def _work_curve(
         dataset_size=request.dataset_size,
         data_dir=data_dir,
         noise=noise,
+        workload=request.workload,
     )
     if request.dataset_size is None and epoch is not None:
         request = dataclasses.replace(request, dataset_size=round(epoch))
@@ -732,7 +733,10 @@ def lr_rule_curve(
         value=f"{what}; {family} optimizer"
         + ("" if optimizer else f" ({fam.family} family default)"),
         source=SOURCE,
-        override="--lr-rule, --optimizer, --reference-batch",
+        # the batch the step was tuned at: --reference-batch is refused beside --target (QA
+        # 39 Y #9), where the batch after @ is it
+        override="--lr-rule, --optimizer, the tuned batch (--target Nepochs@B's B, or "
+        "--reference-batch with --epochs)",
     )
 
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from gpucast.app._crossbow import crossbow_estimate
 from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
+from gpucast.domain.convergence import check_critical_batch, critical_batch_option
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
 from gpucast.domain.options import documented, is_default, lower_text, option
 from gpucast.domain.systems import (
@@ -146,10 +148,8 @@ class PredictTrainRequest:
         "averaging), compared with one learner at learners x batch.",
         example="4",
     )
-    critical_batch: float | None = option(
-        None,
-        help="--learners: the gradient noise scale B_noise [default: the workload family's].",
-        example="4096",
+    critical_batch: float | None = critical_batch_option(
+        "that prices --learners (Crossbow's small batches against one large one)"
     )
 
     def __post_init__(self) -> None:
@@ -175,12 +175,11 @@ class PredictTrainRequest:
             raise InvalidSpecError(
                 "learners", "must be >= 1", got=self.learners, fix="e.g. --learners 4"
             )
-        if self.critical_batch is not None and not (
-            math.isfinite(self.critical_batch) and self.critical_batch > 0
-        ):
+        check_critical_batch(self.critical_batch)
+        if self.critical_batch is not None and self.learners == 1:
             raise InvalidSpecError(
-                "critical-batch", "must be > 0 samples", got=self.critical_batch,
-                fix="e.g. --critical-batch 4096",
+                "critical-batch", "only applies with --learners 2 or more (Crossbow)",
+                got=self.critical_batch, fix="add --learners 4, or drop --critical-batch",
             )  # fmt: skip
         if isinstance(self.batch_size, bool) or self.batch_size < 1:
             raise InvalidSpecError(
@@ -407,7 +406,16 @@ def predict_train(
         memory=memory,
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
         profile_source=profile_origin(profile),
-        **_crossbow(request, facts, spec, estimate, calibration, efficiency.value),
+        **crossbow_estimate(
+            request,
+            facts,
+            spec,
+            estimate,
+            calibration,
+            efficiency.value,
+            store,
+            float(memory["usable_bytes"]),
+        ),
     )
 
 
@@ -449,53 +457,6 @@ def _dense_tables(workload: str, weights_bytes: float) -> Assumption | None:
         source="the workload's PyTorch code (gpucast profile)",
         override="gpucast plan embeddings (sharded tables, sparse updates, HBM/DRAM/SSD tiers)",
     )
-
-
-def _crossbow(
-    request: PredictTrainRequest,
-    facts: WorkloadFacts,
-    spec: GpuSpec,
-    small: Any,
-    calibration: Any,
-    efficiency: Any,
-) -> dict[str, Any]:
-    """``--learners K``: Crossbow on this GPU (:mod:`gpucast.predict.crossbow`)."""
-    if request.learners == 1:
-        return {}
-    from gpucast.domain.provenance import Assumption
-    from gpucast.plan.efficiency import workload_family
-    from gpucast.predict.crossbow import crossbow
-    from gpucast.predict.roofline import predict_step_time
-
-    k, b = request.learners, request.batch_size
-    large = predict_step_time(
-        facts.roofline_workload(k * b),
-        spec,
-        request.precision,
-        calibration=None if calibration is None else calibration.value,
-        efficiency=efficiency,
-    )
-    fam = workload_family(request.workload)
-    noise = request.critical_batch or fam.critical_batch
-    est = crossbow(
-        learners=k,
-        batch=b,
-        small_breakdown_s=dict(small.breakdown),
-        single_step_s=large.value,
-        weights_bytes=facts.weights_bytes,
-        bandwidth_bytes_per_s=spec.memory_bandwidth_gbps * 1e9 * efficiency.bandwidth_efficiency,
-        noise_batch=noise,
-    )
-    said = Assumption(
-        name="crossbow",
-        value=f"{k} learners on CUDA streams (SMs and bandwidth shared), model averaging "
-        f"every iteration; statistical efficiency from B_noise {noise:,.0f} "
-        "(range: SMA keeps each learner's small-batch efficiency .. progresses like one "
-        f"batch of {k * b:,})",
-        source="--critical-batch" if request.critical_batch else fam.source,
-        override="--critical-batch (gpucast measure train --noise-scale measures it)",
-    )
-    return {"crossbow": est, "crossbow_assumption": said}
 
 
 def _whole(n_bytes: float) -> float | int:

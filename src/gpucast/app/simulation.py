@@ -24,7 +24,14 @@ from gpucast.app._memory import check_simulated_memory
 from gpucast.app._request import resolve
 from gpucast.app.elastic import elastic_speed
 from gpucast.domain.catalog import offers_option
-from gpucast.domain.convergence import check_lr_rule, lr_rule_option, optimizer_option, parse_target
+from gpucast.domain.convergence import (
+    check_critical_batch,
+    check_lr_rule,
+    critical_batch_option,
+    lr_rule_option,
+    optimizer_option,
+    parse_target,
+)
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
 from gpucast.domain.options import is_default, lower_text, option
@@ -189,7 +196,10 @@ class SimulateTrainRequest:
         example="mlperf:resnet",
     )
     dataset_size: int | None = option(
-        None, help="Samples per epoch, for --target Nepochs@B or zeus:NAME.", example="50000"
+        None,
+        help="Samples per epoch, for --target Nepochs@B or zeus:NAME [default: the workload "
+        "family's, as plan train; a Zeus trace's own].",
+        example="50000",
     )
     runs: int = option(2000, help="Monte Carlo runs.", example="2000")
     replace: bool = option(
@@ -263,6 +273,10 @@ class SimulateTrainRequest:
     )
     lr_rule: str | None = lr_rule_option("the batches --elastic re-plans (tuned at this job's)")
     optimizer: str | None = optimizer_option()
+    critical_batch: float | None = critical_batch_option(
+        "that scales --target Nepochs@B or Nsamples@B to this cluster's global batch (and, "
+        "with --elastic, to the batches it re-plans); a --target table brings its own fit"
+    )
 
     def __post_init__(self) -> None:
         on_cluster = check_cluster_options(
@@ -282,6 +296,13 @@ class SimulateTrainRequest:
                 fix="use --strategy allreduce, ps-sync or fsdp, or drop the flag",
             )  # fmt: skip
         check_lr_rule(self.lr_rule, self.optimizer)
+        check_critical_batch(self.critical_batch)
+        if self.critical_batch is not None and self.target is None and not self.elastic:
+            raise InvalidSpecError(
+                "critical-batch", "only applies with --target Nepochs@B|Nsamples@B or --elastic "
+                "(--steps are this cluster's steps)", got=self.critical_batch,
+                fix="give the work as --target Nsamples@B, add --elastic, or drop --critical-batch",
+            )  # fmt: skip
         if (self.lr_rule is not None or self.optimizer is not None) and not self.elastic:
             raise InvalidSpecError(
                 "lr-rule", "only applies to --elastic (the batch changes only there)",
@@ -444,8 +465,20 @@ def _steps_to_target(
         text = f"{request.steps * batch}samples@{batch}"
     spec = parse_target(text)
     fam = workload_family(request.workload or "")
+    dataset_size, sized = request.dataset_size, ()
+    if spec.kind == "epochs" and dataset_size is None and fam.default_dataset_size is not None:
+        # as plan train does (QA 39 Y #13: 90epochs@256 planned, and refused here)
+        dataset_size = fam.default_dataset_size
+        sized = (
+            Assumption(
+                name="dataset size",
+                value=f"{dataset_size:,} samples per epoch",
+                source=f"{fam.family} family default",
+                override="--dataset-size",
+            ),
+        )
     noise = None
-    if not spec.table and request.workload:
+    if not spec.table and request.workload and request.critical_batch is None:
         noise = stored_noise_scale(
             Path(db) if db is not None else default_db_path(), request.workload
         )
@@ -454,10 +487,11 @@ def _steps_to_target(
         workload_family=fam.family,
         family_critical_batch=fam.critical_batch,
         family_source=fam.source,
-        critical_batch=None,
-        dataset_size=request.dataset_size,
+        critical_batch=request.critical_batch,
+        dataset_size=dataset_size,
         data_dir=data_dir,
         noise=noise,
+        workload=request.workload,
     )
     rule: tuple[Assumption, ...] = ()
     if request.lr_rule is not None:
@@ -480,7 +514,7 @@ def _steps_to_target(
         )
         for a in notes
     )
-    return steps, (*notes, *rule), curve
+    return steps, (*sized, *notes, *rule), curve
 
 
 def _evaluation_steps(

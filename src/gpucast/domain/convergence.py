@@ -49,6 +49,30 @@ BENCHMARK_ALIASES = {"retinanet": "ssd", "rgat": "gnn"}
 LR_RULES: tuple[str, ...] = ("tuned", "adascale", "linear", "sqrt", "fixed")
 
 
+def critical_batch_option(use: str) -> Any:
+    """``--critical-batch``: B_noise of the gradient-noise-scale law (checked by
+    :func:`check_critical_batch`); ``use`` says what it scales."""
+    return option(
+        None,
+        help=f"Critical batch B_noise (samples) of the gradient-noise-scale law {use} "
+        "[default: the noise scale `gpucast measure train --noise-scale` stored for the "
+        "workload, else the workload family's prior].",
+        example="8192",
+    )
+
+
+def check_critical_batch(value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidSpecError("critical-batch", "must be a number", got=value)
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidSpecError(
+            "critical-batch", "must be a finite number > 0 (samples)", got=value,
+            fix="e.g. --critical-batch 8192",
+        )  # fmt: skip
+
+
 def lr_rule_option(where: str = "batches other than the tuned one") -> Any:
     """``--lr-rule``: how the learning rate follows the batch (checked by :func:`check_lr_rule`)."""
     return option(

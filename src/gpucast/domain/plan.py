@@ -21,7 +21,9 @@ from typing import Any, ClassVar
 from gpucast.domain.catalog import exclude_gpus_option, offers_option, regions_option
 from gpucast.domain.convergence import (
     TARGET_HELP,
+    check_critical_batch,
     check_lr_rule,
+    critical_batch_option,
     lr_rule_option,
     optimizer_option,
     parse_target,
@@ -249,11 +251,9 @@ class TrainRequest:
         "wins).",
         example="fastest",
     )
-    critical_batch: float | None = option(
-        None,
-        help="Critical batch B_crit of the statistical-efficiency model "
-        "[default: the workload family's].",
-        example="8192",
+    critical_batch: float | None = critical_batch_option(
+        "that scales --target Nepochs@B (or --epochs at --reference-batch) to other global "
+        "batches; a --target table brings its own fit"
     )
     elastic: bool = option(
         False,
@@ -390,7 +390,7 @@ class TrainRequest:
                 got=self.objective,
                 fix="e.g. --objective cheapest",
             )
-        _finite_positive("critical-batch", self.critical_batch, fix="e.g. --critical-batch 8192")
+        check_critical_batch(self.critical_batch)
         check_lr_rule(self.lr_rule, self.optimizer)
         if not self.strategies:
             raise InvalidSpecError("strategies", "must list at least one strategy")

@@ -91,6 +91,21 @@ def mlperf_runs(benchmark: str) -> Runs:
     )
 
 
+def _mlperf_target_runs(spec: TargetSpec) -> Runs:
+    """:func:`mlperf_runs` of ``--target mlperf:NAME``; an unknown NAME is refused with the
+    field and how the flag takes the names (``mlperf:NAME``)."""
+    from gpucast.catalog.convergence import load_convergence
+    from gpucast.domain.convergence import UnknownBenchmarkError
+
+    try:
+        return mlperf_runs(spec.name)
+    except UnknownBenchmarkError:
+        known = {p.benchmark for p in load_convergence()}
+        raise UnknownBenchmarkError(
+            spec.name, known, field="target", fix="give it as --target mlperf:NAME"
+        ) from None
+
+
 def zeus_runs(data_dir: Path | None) -> dict[str, Runs]:
     """The seeds of every Zeus workload at Zeus's own target, in epochs (``{dataset: Runs}``);
     ``{}`` without the published data."""
@@ -137,7 +152,7 @@ def _table_curve(
     spec: TargetSpec, data_dir: Path | None, dataset_size: int | None
 ) -> tuple[ConvergenceCurve, float | None, Assumption]:
     if spec.kind == "mlperf":
-        runs = mlperf_runs(spec.name)
+        runs = _mlperf_target_runs(spec)
     else:
         table = zeus_runs(data_dir)
         if not table:
@@ -216,10 +231,12 @@ def work_curve(
     dataset_size: int | None,
     data_dir: Path | None,
     noise: Sourced[GradientNoise] | None,
+    workload: str | None = None,
 ) -> tuple[ConvergenceCurve, float | None, tuple[Assumption, ...]]:
     """The samples-to-target curve of a target, the samples per epoch (``None``: unknown) and
     the assumptions behind it (module docstring). ``spec`` ``epochs``/``samples`` carry the
-    reference batch."""
+    reference batch; a table's assumption says so where its seeds trained another model than
+    ``workload``."""
     if spec.kind in ("mlperf", "zeus"):
         curve, epoch, assumption = _table_curve(spec, data_dir, dataset_size)
         if critical_batch is not None:
@@ -227,6 +244,16 @@ def work_curve(
                 "critical-batch",
                 f"--target {spec.text} brings its own measured efficiency",
                 fix="drop --critical-batch, or give the work as --target <N>epochs@<B>",
+            )
+        model = table_model(spec)
+        if workload is not None and model != workload:
+            # QA 39 Y #3: resnet50 planned to mlperf:bert's samples without a word
+            trained = model or "the benchmark's model (no built-in workload is it)"
+            assumption = replace(
+                assumption,
+                value=f"{assumption.value}; its seeds trained {trained}, not {workload}: "
+                f"{workload} is assumed to need the samples they needed",
+                override=f"{assumption.override}, --target Nepochs@B (your own model's work)",
             )
         return curve, epoch, (assumption,)
     assert spec.batch is not None and spec.amount is not None
@@ -240,6 +267,7 @@ def work_curve(
         samples = spec.amount * dataset_size
     else:
         samples = spec.amount
+    _check_one_step(spec, samples)
     if critical_batch is not None:
         bn, label, why = critical_batch, "given", "given (--critical-batch)"
     elif noise is not None:
@@ -273,6 +301,36 @@ def work_curve(
         "gpucast measure train --noise-scale",
     )
     return curve, (None if dataset_size is None else float(dataset_size)), (assumption,)
+
+
+def table_model(spec: TargetSpec) -> str | None:
+    """The built-in workload that expresses a convergence table's model (``None``: none)."""
+    from gpucast.domain.published import MLPERF_HELD_OUT, MLPERF_WORKLOADS, ZEUS_AS_WORKLOADS
+
+    if spec.kind == "mlperf":
+        published = MLPERF_WORKLOADS.get(spec.name) or MLPERF_HELD_OUT.get(spec.name)
+        return None if published is None else published.workload
+    zeus = ZEUS_AS_WORKLOADS.get(spec.name)
+    return None if zeus is None else zeus.spec.workload
+
+
+def _check_one_step(spec: TargetSpec, samples: float) -> None:
+    """Work of less than one step at its own batch is a typo (QA 39 Y #5: 90 epochs of 1,000
+    samples at a reference batch of 2,000,000 were half a step, and the law then read 1.5
+    epochs at 2,048): refused."""
+    batch = float(spec.batch or 0)
+    if samples >= batch:
+        return
+    given = "@" in spec.text  # --target N{epochs,samples}@B, else --epochs at --reference-batch
+    raise InvalidSpecError(
+        "target" if given else "reference-batch",
+        f"{samples:,.0f} samples to target is less than one step of global batch {batch:,.0f}",
+        got=spec.text if given else f"{spec.text} at {batch:,.0f}",
+        fix="give the batch the work was measured at (the batch after @: at most the samples)"
+        if given
+        else "give the batch the epochs were tuned at (--reference-batch at most the samples), "
+        "or check --epochs and --dataset-size",
+    )
 
 
 def target_evaluations(spec: TargetSpec) -> tuple[EvaluationCost | None, Assumption | None]:

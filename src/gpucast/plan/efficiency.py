@@ -153,6 +153,8 @@ def at_batch_note(curve: ConvergenceCurve, batch: float, dataset_size: float | N
     ref = curve.reference_batch
     at_ref = float(curve.samples([ref])[0])
     change = mid / at_ref - 1.0
+    if abs(change) < 0.0005:  # as printed: "+0.0%", never "-0.0%" (QA 39 Y #10)
+        change = 0.0
     spread = hi / lo > 1.0 + 1e-9
     if dataset_size:
         d = dataset_size

@@ -41,6 +41,14 @@ CONSIDER_FROM = 0.25
 _GIB = 2.0**30
 
 
+def replicas_bytes(facts: WorkloadFacts, learners: int, activations_bytes: float) -> float:
+    """GPU memory of ``learners`` model replicas sharing one GPU: one optimizer state and
+    master weights, each learner's weights and gradients, and the activations of all their
+    samples (``activations_bytes``)."""
+    shared = facts.optimizer_bytes + facts.weights_bytes
+    return shared + learners * (facts.weights_bytes + facts.gradient_bytes) + activations_bytes
+
+
 def learner_choice(
     res: SearchResult,
     row: int,
@@ -74,7 +82,6 @@ def learner_choice(
     startup = float(ev.time_s[row] - ev.train_s[row])
     train = float(ev.train_s[row])
     need_plan = float(curve.samples([gb])[0])
-    state = facts.optimizer_bytes + facts.weights_bytes
     acts = float(gpus.activation_bytes_per_sample[g[0]]) * b
     usable = float(gpus.usable_bytes[g[0]])
     options = []
@@ -99,7 +106,7 @@ def learner_choice(
         step = est.iteration_s + exposed
         speed_ratio = step / float(ev.step_s[row])
         low = float(curve.samples([float(small)])[0]) / need_plan
-        memory = state + k * (facts.weights_bytes + facts.gradient_bytes) + acts
+        memory = replicas_bytes(facts, k, acts)
         reason = (
             f"{k} model replicas need {memory / _GIB:.1f} GiB, the GPU has {usable / _GIB:.1f}"
             if memory > usable

@@ -912,6 +912,13 @@ def _cost_or_gpu_hours(ctx: PlanContext, cost_usd: FloatArray, gpu_s: FloatArray
     return cost_usd
 
 
+def _batch_flag(request: TrainRequest) -> str:
+    """The flag that set the batches searched."""
+    if request.global_batch is not None:
+        return "--global-batch"
+    return "--batch-size" if request.batch_size is not None else "--batch-sizes"
+
+
 def _no_plan(
     request: TrainRequest,
     ctx: PlanContext,
@@ -934,7 +941,9 @@ def _no_plan(
         return NoFeasiblePlanError(
             f"{request.workload} fits no GPU with any strategy: the smallest need is "
             f"{need:.1f} GiB per GPU, the largest usable is {most:.1f} GiB",
-            fix="use a smaller --batch-size, more GPUs for FSDP (--max-gpus) or larger GPUs",
+            # the flag the batch came from (QA 39 Y #17: --batch-sizes 65536 read "--batch-size")
+            fix=f"use a smaller {_batch_flag(request)}, more GPUs for FSDP (--max-gpus) or "
+            "larger GPUs",
         )
     if inner == R_HOST_MEMORY and not ((ev.fits & ev.has_market).any() or gone.any_fits_market):
         here = _host_extremes(res.space, ev, np.ones(len(res.space), dtype=bool))
@@ -1472,7 +1481,8 @@ def _candidate(
             how = int(ev.batch_split[i])
             note = (
                 f"per-worker batches {SPLIT_LABELS[how]}: {split}; global batch "
-                f"{int(ev.global_batch[i]):,}; the fastest worker idles {idle:.1%} of its compute"
+                f"{int(ev.global_batch[i]):,}; the worker done first waits {idle:.1%} of the "
+                "step's compute"
             )
             if how != SPLIT_EQUAL:
                 slow = max(parts, key=lambda p: p.compute_s / max(p.per_worker_batch, 1))

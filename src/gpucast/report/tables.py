@@ -286,7 +286,8 @@ def print_plan(
     console.print(
         Text(
             f"catalog {plan.catalog_snapshot.isoformat()}; critical batch "
-            f"{plan.critical_batch:,.0f} ({plan.workload_family}); * Pareto front, > pick",
+            f"{plan.critical_batch:,.0f} (the statistical efficiency's B_noise; workload "
+            f"family {plan.workload_family}); * Pareto front, > pick",
             style="dim",
         )
     )
