@@ -465,7 +465,8 @@ def _steps_to_target(
         text = f"{request.steps * batch}samples@{batch}"
     spec = parse_target(text)
     fam = workload_family(request.workload or "")
-    dataset_size, sized = request.dataset_size, ()
+    dataset_size = request.dataset_size
+    sized: tuple[Assumption, ...] = ()
     if spec.kind == "epochs" and dataset_size is None and fam.default_dataset_size is not None:
         # as plan train does (QA 39 Y #13: 90epochs@256 planned, and refused here)
         dataset_size = fam.default_dataset_size
