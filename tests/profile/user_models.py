@@ -85,3 +85,11 @@ def big_buffer() -> tuple[nn.Module, torch.Tensor]:
 def wrong_batch() -> tuple[nn.Module, torch.Tensor]:
     """An example batch of 9 features for a layer taking 8: the user's shape bug."""
     return nn.Linear(8, 2), torch.randn(4, 9)
+
+
+def encoder() -> tuple[nn.Module, torch.Tensor]:
+    """Two nn.TransformerEncoderLayer blocks (d 16, 2 heads, feed-forward 32): in eval() and
+    no_grad PyTorch runs them through its fused fast path."""
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), torch.randn(2, 5, 16)
+

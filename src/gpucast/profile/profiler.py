@@ -302,6 +302,20 @@ def _phase(recorder: _OpRecorder, name: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _without_fused_transformer_path() -> Iterator[None]:
+    """Inference through ``nn.MultiheadAttention`` / ``nn.TransformerEncoderLayer``'s unfused
+    operators: in eval() and no_grad PyTorch takes a fused fast path (one
+    ``aten._transformer_encoder_layer_fwd`` per layer) that flop_counter does not count, and a
+    user's encoder profiled only its head (QA 39). The fused kernels do the same arithmetic."""
+    enabled = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(enabled)
+
+
+@contextlib.contextmanager
 def _quiet_fake_tensor_log() -> Iterator[None]:
     """Keep torch's fake-tensor logger from printing a traceback to stderr when a model's
     operator fails (the failure is raised, and reported in one line, by :func:`profile`)."""
@@ -391,6 +405,7 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
             model.eval()
             with (
                 torch.no_grad(),
+                _without_fused_transformer_path(),
                 _phase(recorder, "inference"),
                 autocast_for(_FAKE_DEVICE, spec.precision),
             ):
