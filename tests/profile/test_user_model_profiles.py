@@ -165,3 +165,22 @@ def test_transformer_encoder_inference_counts_the_fused_fast_path() -> None:
     assert p.forward_flops == 2 * tokens * per_token
     assert p.inference_flops == p.forward_flops
 
+
+def test_a_user_model_is_built_on_meta_for_its_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA 39: the factory ran for real before the fake-tensor profile, so profiling a model
+    too big for host memory (a 6.4B-parameter MLP: 25.8 GB of fp32 weights) was killed by the
+    OS (exit 137). The profile builds it on the meta device: no weight is allocated."""
+    built_on = tmp_path / "built_on"
+    monkeypatch.setenv("BUILT_ON", str(built_on))
+    p = profile_workload(WorkloadSpec(name=f"{FILE}:records_device", batch_size=3))
+    assert built_on.read_text().split() == ["meta"]
+    assert p.parameters_total == 8 * 4 + 4
+    assert p.forward_flops == 2 * 3 * 8 * 4
+
+
+def test_a_factory_that_cannot_run_on_meta_is_profiled_as_built() -> None:
+    p = profile_workload(WorkloadSpec(name=f"{FILE}:real_only", batch_size=2))
+    assert p.parameters_total == 3 * 2 + 2
+    assert p.forward_flops == 2 * 2 * 3 * 2
