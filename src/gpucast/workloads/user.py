@@ -122,6 +122,16 @@ def _as_parameter_type(parameter: inspect.Parameter, value: Any) -> Any:
     name = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
     if name == "bool":
         return boolean(parameter.name, value)
+    if name in ("int", "float") and isinstance(value, str):  # QA 39: it reached the factory
+        example = parameter.default
+        if isinstance(example, bool) or not isinstance(example, int | float):
+            example = 1
+        raise InvalidSpecError(
+            parameter.name,
+            "must be a whole number" if name == "int" else "must be a number",
+            got=value,
+            fix=f"e.g. -o {parameter.name}={example}",
+        )
     if name == "int" and isinstance(value, float) and not isinstance(value, bool):
         if not value.is_integer():
             raise InvalidSpecError(
