@@ -33,6 +33,7 @@ from gpucast.domain.units import count_of
 from gpucast.domain.workload import (
     AUTO_PRECISION,
     SOFTWARE_HELP,
+    TF32,
     WorkloadOptions,
     check_precision_units,
     check_software,
@@ -341,6 +342,17 @@ def predict_train(
     if request.precision == AUTO_PRECISION:
         request = dataclasses.replace(request, precision=practitioner_precision(has_bf16))
         said = precision_assumption(request.precision, [(spec.name, has_bf16)], auto=True)
+    elif request.precision == TF32 and not spec.has_units(TF32):
+        # fp32 with TF32 matmuls where the GPU has TF32 units, fp32 elsewhere -- as plan and
+        # simulate train resolve it; the step was fp32's, labelled, calibrated and validated
+        # as "tf32" (QA 39)
+        request = dataclasses.replace(request, precision="fp32")
+        said = dataclasses.replace(
+            precision_assumption("fp32", [(spec.name, has_bf16)], given=True),
+            value=f"fp32: the {spec.name} has no TF32 units (--precision tf32 trains fp32 with "
+            "TF32 matmuls where the GPU has them, fp32 elsewhere)",
+            source="--precision tf32",
+        )
     else:
         said = precision_assumption(
             request.precision,
