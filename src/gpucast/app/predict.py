@@ -338,17 +338,20 @@ def predict_train(
     spec = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     check_precision_units(request.precision, spec, catalog)
     has_bf16 = spec.bf16_tflops is not None
+    has_fp16 = spec.has_units("fp16")
     requested = request.precision
     if request.precision == AUTO_PRECISION:
         request = dataclasses.replace(request, precision=practitioner_precision(has_bf16))
-        said = precision_assumption(request.precision, [(spec.name, has_bf16)], auto=True)
+        said = precision_assumption(
+            request.precision, [(spec.name, has_bf16)], auto=True, fp16_units=has_fp16
+        )
     elif request.precision == TF32 and not spec.has_units(TF32):
         # fp32 with TF32 matmuls where the GPU has TF32 units, fp32 elsewhere -- as plan and
         # simulate train resolve it; the step was fp32's, labelled, calibrated and validated
         # as "tf32" (QA 39)
         request = dataclasses.replace(request, precision="fp32")
         said = dataclasses.replace(
-            precision_assumption("fp32", [(spec.name, has_bf16)], given=True),
+            precision_assumption("fp32", [(spec.name, has_bf16)], given=True, fp16_units=has_fp16),
             value=f"fp32: the {spec.name} has no TF32 units (--precision tf32 trains fp32 with "
             "TF32 matmuls where the GPU has them, fp32 elsewhere)",
             source="--precision tf32",
@@ -358,6 +361,7 @@ def predict_train(
             request.precision,
             [(spec.name, has_bf16)],
             given=not is_default(request, "precision"),
+            fp16_units=has_fp16,
         )
     profile = workload_profile(
         request.workload,
