@@ -20,6 +20,7 @@ from gpucast.app._units import gpus_with_units, half_units, skipped_assumption
 from gpucast.app._workers import usable_cpus, worker_failures, worker_pool
 from gpucast.domain.catalog import OWN_UNIT_PRECISIONS
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.offload import optimizer_state_note
 from gpucast.domain.options import is_default
 from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest
 from gpucast.domain.provenance import Assumption
@@ -247,7 +248,7 @@ def plan_train(
             name="workload profile",
             value=f"{prof.workload} profiled at batch {prof.batch_size}, "
             f"{' and '.join(profiles)}; FLOPs, bytes and activations scaled linearly with "
-            "the batch",
+            f"the batch; {optimizer_state_note(prof.memory.optimizer, measured)}",
             source=(profile_origin(prof) or "profiler")
             if stored is None
             else f"store run #{stored.run_id}",
@@ -344,7 +345,8 @@ def plan_train(
             name="offload",
             value="a DDP/FSDP candidate that fits no GPU memory otherwise keeps its optimizer "
             "state in host memory (ZeRO-Offload, partitioned over the GPUs): gradients down "
-            "and weights up over PCIe x16, the Adam step on the host CPU, no delayed "
+            "and weights up over PCIe x16, the optimizer step on the host CPU (at the CPU Adam "
+            "model's bandwidth), no delayed "
             "parameter update; host memory per GPU = instance memory / GPUs"
             + (
                 "; no NVMe tier"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
+from gpucast.domain.offload import optimizer_state_note
 from gpucast.domain.options import documented, is_default, lower_text, option
 from gpucast.domain.systems import (
     ClusterSettings,
@@ -254,6 +255,8 @@ class PredictTrainResult:
                 f"{mem['step_time_s'] * 1e3:.1f} ms with offload (CPU Adam: "
                 f"{mem['cpu_adam_source']})"
             )
+        if mem.get("optimizer"):
+            line += f"; {optimizer_state_note(str(mem['optimizer']), self.workload)}"
         if mem.get("cpu_adam_warning"):
             line += f"; warning: {mem['cpu_adam_warning']}"
         return line
@@ -383,6 +386,7 @@ def predict_train(
         efficiency=efficiency.value,
     )
     memory = _memory_plan(request, facts, spec, estimate.value, store)  # or refused
+    memory["optimizer"] = profile.memory.optimizer
     estimate = _with_memory_plan(estimate, memory, spec.name)
     data_parallel = None
     if cluster is not None:  # the step on its GPUs, the GPU priced as the step above
