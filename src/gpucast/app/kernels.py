@@ -120,6 +120,8 @@ class PredictKernelsResult:
     #: what the prediction's footing lacks (e.g. a forest fitted on fewer workloads than the
     #: one validated)
     warnings: tuple[str, ...] = ()
+    #: whether ``overhead_s`` is the floor (-50% of the operators) rather than the fit
+    overhead_capped: bool = False
 
     @property
     def error_pct(self) -> float | None:
@@ -136,6 +138,7 @@ class PredictKernelsResult:
             "classes": [c.to_dict() for c in self.classes],
             "operator_time_s": self.operator_time_s,
             "overhead_s": self.overhead_s,
+            "overhead_capped": self.overhead_capped,
             "step_time_s": self.step_time_s,
             "measured_step_s": self.measured_step_s,
             "error_pct": self.error_pct,
@@ -306,6 +309,13 @@ def predict_kernels(
             f"{'/'.join(modes)} steps and validated on training steps only, so its validated "
             "error does not describe this prediction"
         )
+    if predicted.overhead_capped:  # QA 39: shown as "fitted"
+        warnings.append(
+            "the fitted per-call overhead would take more than half the operators' time off "
+            f"the step; capped at {predicted.overhead_s * 1e3:+.3g} ms (-50% of the "
+            "operators): the training runs' steps are much shorter than their profiled calls, "
+            "so the step rests on that floor, not on the fit"
+        )
     if len(workloads) < MIN_TRAIN_WORKLOADS:
         warnings.append(
             f"the forest is fitted on {count_of(len(workloads), 'workload')} "
@@ -321,6 +331,7 @@ def predict_kernels(
         classes=classes,
         operator_time_s=predicted.operator_time_s,
         overhead_s=predicted.overhead_s,
+        overhead_capped=predicted.overhead_capped,
         step_time_s=predicted.step_time_s,
         measured_step_s=run.summary.median_s if same_device else None,
         roofline_step_s=scale * roofline_step_s(trace, device),
