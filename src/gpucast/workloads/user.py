@@ -263,6 +263,14 @@ def _default_loss(output: Any, _target: Any) -> torch.Tensor:
 def _factory(name: str) -> Any:
     """The factory ``module:factory`` names (its module imported)."""
     module_part, _, factory_name = name.rpartition(":")
+    if module_part.strip() == "run" and factory_name.strip().isdigit():  # QA 39
+        raise InvalidSpecError(
+            "workload",
+            "a stored run (run:ID) is read by plan train only",
+            got=name,
+            fix="name the workload itself (gpucast runs show ID names it, with its -o), or "
+            f"gpucast plan train --workload {name.strip()}",
+        )
     if not module_part or not _IDENTIFIER.match(factory_name):
         raise InvalidSpecError("workload", "must be module:factory", got=name, fix=FIX)
     module = _import(module_part)
