@@ -41,7 +41,8 @@ class PredictKernelsRequest:
     )
     train_runs: tuple[int, ...] = option(
         (),
-        help="Runs to fit the forest on (default: every stored --kernels run of another workload).",
+        help="Runs to fit the forest on (default: every stored --kernels run of another "
+        "model; the same model at other -o options is not one).",
         example="1,2,4",
     )
     cpu_instance: str | None = option(
@@ -163,6 +164,12 @@ class PredictKernelsResult:
         return pd.DataFrame([c.to_dict() for c in self.classes])
 
 
+def _model(run: Any) -> str:
+    """The model a stored run measured, without its ``-o`` options."""
+    spec = run.spec if isinstance(run.spec, dict) else {}
+    return str(spec.get("name") or run.summary.workload)
+
+
 def predict_kernels(
     request: PredictKernelsRequest | int | None = None,
     /,
@@ -193,10 +200,12 @@ def predict_kernels(
     catalog = load_catalog()
     with Store(db_path).open(create=False) as store:
         run, trace = trace_of(store, request.run)
+        # another model, not this one at other -o options (QA 39: the validation is
+        # leave-one-model-out)
         train_ids = request.train_runs or tuple(
             i
             for i in store.kernel_run_ids()
-            if i != request.run and store.get_run(i).summary.workload != run.summary.workload
+            if i != request.run and _model(store.get_run(i)) != _model(run)
         )
         own = run_device(run, catalog)
         mode_of = {i: store.get_run(i).summary.mode for i in store.kernel_run_ids()}
