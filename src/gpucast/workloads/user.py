@@ -287,6 +287,14 @@ def _factory(name: str) -> Any:
     return factory
 
 
+def user_option_defaults(name: str) -> dict[str, Any]:
+    """The keyword parameters ``module:factory`` declares with a default, by name, without
+    calling it (its module imported): what ``-o`` may set, as an error's example."""
+    params = _factory_parameters(_factory(name)) or []
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name: p.default for p in params if p.kind in keyword and p.default is not p.empty}
+
+
 def typed_user_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
     """``options`` as ``module:factory``'s parameters take them (``width=1e2`` is ``100`` for
     ``width: int``, ``bias=no`` is ``False`` for ``bias: bool``; an unannotated parameter's
