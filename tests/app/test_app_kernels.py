@@ -244,3 +244,21 @@ def test_gpu_runs_with_energy_readings_predict_the_steps_energy(tmp_path: Path) 
     out = runner.invoke(app, ["--db", str(db), "predict", "kernels", str(target)])
     assert out.exit_code == 0, out.output
     assert "energy:" in out.stdout and " J per step" in out.stdout
+
+
+def test_the_same_model_at_other_options_is_not_another_workload(
+    kernel_store: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    """QA 39: `predict kernels` of mymodels:cnn fitted by default on mymodels:cnn -o
+    width=32 -- the same model -- while its validated error is leave-one-model-out."""
+    import shutil
+
+    db = tmp_path / "s.db"
+    shutil.copy(kernel_store[0], db)
+    wider = gpucast.measure_train("mlp", option=["hidden=64"], db=db, kernels=True, **QUICK)
+    assert wider.run_id is not None
+    _, ids = kernel_store
+    result = gpucast.predict_kernels(ids["mlp"], db=db)
+    assert result.train_runs == (ids["ncf"], ids["gcn"])
+    back = gpucast.predict_kernels(wider.run_id, db=db)
+    assert ids["mlp"] not in back.train_runs

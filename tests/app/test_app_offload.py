@@ -109,13 +109,15 @@ def test_local_nvme_takes_the_optimizer_state_when_host_memory_is_short(tmp_path
     host = gpucast.plan_train(**BIG).candidates[0]
     slow = gpucast.plan_train(**lab, nvme_gbps=3.0)
     (c,) = [c for c in slow.candidates if c.region == "lab-r1"]
-    assert c.memory_plan == "nvme-offload" and c.bottleneck == "cpu_offload"
+    # QA 39: the NVMe traffic bounds the step, and the row says so (it said cpu_offload)
+    assert c.memory_plan == "nvme-offload" and c.bottleneck == "nvme_offload"
     # the host keeps the fp32 gradients (4 B/param), NVMe the weights and momentum
     assert c.host_memory_bytes == pytest.approx(4 * 1_611_000_000, rel=0.01)
     # 2 x (4 + 4) B/param read and written at 3 GB/s each step, slower than the host's step
     assert c.step_time_s >= 16 * 1_611_000_000 / 3e9 > host.step_time_s
     fast = gpucast.plan_train(**lab, nvme_gbps=1000.0).candidates[0]
     assert fast.step_time_s == pytest.approx(host.step_time_s, rel=1e-6)  # the CPU's step
+    assert fast.bottleneck == "cpu_offload"
     text = {a.name: a.value for a in slow.assumptions}["offload"]
     assert "NVMe at 3 GB/s" in text
 
@@ -278,3 +280,27 @@ def test_a_fitted_cpu_adam_step_used_far_past_its_runs_is_warned(tmp_path: Path)
     plan = gpucast.plan_train(**BIG, db=db)
     offload = next(a for a in plan.assumptions if a.name == "offload")
     assert "; on one GPU the CPU Adam step of" in offload.value
+
+
+def test_the_optimizer_the_memory_and_host_step_are_priced_for_is_said() -> None:
+    """QA 39: predict and plan train priced a user's 1.6B model's host state at 12 B a
+    parameter (SGD with momentum, the profiler's default) under "the Adam step on the host
+    CPU" and named no optimizer; an Adam profile (`gpucast profile --optimizer adam`, then
+    `--workload run:ID`) holds 16."""
+    big = gpucast.predict_train(workload="mlp", option=BIG["option"], gpu="T4", batch_size=8)
+    assert big.memory is not None and big.memory["optimizer"] == "sgd"
+    text = big.memory_text()
+    assert text is not None and "optimizer state priced as SGD with momentum" in text
+    assert "--optimizer adam" in text
+    sgd = gpucast.plan_train(**BIG)
+    (said,) = [a for a in sgd.assumptions if a.name == "workload profile"]
+    assert "optimizer state priced as SGD with momentum (4 B a parameter)" in said.value
+    (offload,) = [a for a in sgd.assumptions if a.name == "offload"]
+    assert "the Adam step" not in offload.value
+    adam = gpucast.profile_workload(
+        workload="mlp", option=BIG["option"], batch_size=8, optimizer="adam"
+    )
+    plan = gpucast.plan_train(**{**BIG, "workload": f"run:{adam.run_id}", "option": []})
+    (said,) = [a for a in plan.assumptions if a.name == "workload profile"]
+    assert "optimizer state priced as Adam (8 B a parameter)" in said.value
+    assert plan.candidates[0].host_memory_bytes == pytest.approx(16 * 1_611_000_000, rel=0.01)

@@ -151,3 +151,19 @@ def test_tf32_is_tf32_where_the_gpu_has_the_units_and_fp32_elsewhere() -> None:
     assert step(plan, "A100-40GB") <= step(fp32, "A100-40GB")
     sim = gpucast.simulate_train(gpu="A100-40GB", workers=2, precision="tf32", **SIM)
     assert _said(sim).value.startswith("tf32 -- fp32 (TF32 matmuls) on A100-40GB")
+
+
+def test_the_precision_override_offers_what_the_gpus_run() -> None:
+    """QA 39: a K80 plan or prediction at fp32 offered `--precision auto|fp16`, a T4 plan at
+    tf32 `fp32|bf16|fp16|auto` -- each refused in one line (no fp16 / bf16 units)."""
+    k80 = {**PLAN, "gpu": "K80", "precision": "fp32"}
+    assert _said(gpucast.plan_train(**k80)).override == "--precision auto"
+    t4 = _said(gpucast.plan_train(**{**PLAN, "gpu": "T4", "precision": "tf32"}))
+    assert t4.override == "--precision fp32|fp16|auto"
+    mixed = _said(gpucast.plan_train(**{**PLAN, "precision": "fp32"}))  # K80 skipped at fp16
+    assert mixed.override == "--precision auto|fp16"
+    one = gpucast.predict_train(workload="mlp", batch_size=32, gpu="K80", precision="fp32")
+    assert one.precision_assumption is not None
+    assert one.precision_assumption.override == "--precision auto"
+    sim = gpucast.simulate_train(gpu="K80", workers=2, precision="fp32", **SIM)
+    assert _said(sim).override == "--precision auto"

@@ -441,7 +441,14 @@ def test_fp32_on_an_a100_runs_convolutions_on_tf32_and_tf32_can_be_asked_for() -
     v100 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="V100", precision="tf32")
     assert any("convolutions on its TF32 tensor cores" in n for n in fp32.estimate.notes)
     assert tf32.precision == "tf32" and tf32.step_time_s <= fp32.step_time_s
-    assert any("no tf32 units" in n for n in v100.estimate.notes)
+    # QA 39: on a GPU without TF32 units tf32 is fp32, as plan train resolves it -- it was
+    # labelled, calibrated and validated as "tf32" on the V100 ("not validated for V100, tf32")
+    v100_fp32 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="V100")
+    assert (v100.precision, v100.precision_requested) == ("fp32", "tf32")
+    assert v100.step_time_s == v100_fp32.step_time_s
+    assert v100.validation.error == v100_fp32.validation.error
+    said = v100.precision_assumption
+    assert said is not None and said.value.startswith("fp32: the V100-16GB has no TF32 units")
     with pytest.raises(InvalidSpecError, match="fp32, bf16, fp16, tf32, fp8, auto"):
         gpucast.predict_train(workload="resnet18", batch_size=32, gpu="A100", precision="tf16")
 

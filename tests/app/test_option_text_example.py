@@ -24,9 +24,23 @@ def test_the_example_is_one_of_the_workloads_options_at_its_default(workload: st
     assert "seq_len" not in fix or "seq_len" in declared
 
 
-def test_a_user_model_gets_the_generic_form() -> None:
+def test_a_user_model_it_cannot_read_gets_the_generic_form() -> None:
     with pytest.raises(OptionTextError, match=r"e\.g\. -o name=value \(a keyword of m:f\)"):
         gpucast.predict_train("m:f", batch_size=8, gpu="V100", workload_options=["nonsense"])
+
+
+def test_a_user_model_gets_one_of_its_factorys_keywords() -> None:
+    """QA 39: `-o width` for mymodels:cnn suggested `-o name=value`; the factory's keyword
+    parameters are read without calling it."""
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[1] / "workloads" / "example_user_model.py"
+    with pytest.raises(OptionTextError) as raised:
+        gpucast.predict_train(
+            f"{model}:build", batch_size=8, gpu="V100", workload_options=["hidden"]
+        )
+    assert (raised.value.fix or "").startswith("e.g. -o features=6 (")
+    assert (raised.value.fix or "").endswith("takes features, hidden)")
 
 
 def test_without_a_workload_the_domain_error_is_generic() -> None:

@@ -80,3 +80,13 @@ def test_help() -> None:
     result = runner.invoke(app, ["profile", "--help"])
     assert result.exit_code == 0
     assert "--batch-size" in result.output
+
+
+def test_an_unknown_precision_lists_what_profile_takes() -> None:
+    """QA 39: `profile --precision fp8` said "must be one of fp32, bf16, fp16", though auto
+    is taken too; fp8 and tf32 are the training verbs' compute modes, profiled at bf16/fp32."""
+    result = runner.invoke(app, ["profile", "mlp", "--precision", "fp8"])
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1
+    assert "must be one of fp32, bf16, fp16, auto" in line and "--precision bf16" in line

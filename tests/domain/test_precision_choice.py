@@ -158,3 +158,21 @@ def test_the_override_offers_only_other_precisions_the_gpus_run() -> None:
     assert precision_assumption("fp32", [("V100", False)]).override == "--precision auto|fp16"
     auto = precision_assumption("fp32", [("V100", False)], auto=True)
     assert auto.override == "--precision fp16"
+
+
+def test_the_override_offers_no_fp16_to_gpus_without_fp16_units() -> None:
+    """QA 39: `plan train --gpu K80 --precision fp32` offered `--precision auto|fp16` and
+    `plan train --gpu T4 --precision tf32` `fp32|bf16|fp16|auto`: fp16 on a K80 and bf16 on a
+    T4 are refused (exit 2)."""
+    from gpucast.domain.workload import auto_precision_assumption, precision_assumption
+
+    k80 = precision_assumption("fp32", [("K80", False)], fp16_units=False)
+    assert k80.override == "--precision auto"
+    auto = precision_assumption("fp32", [("K80", False)], auto=True, fp16_units=False)
+    assert auto.override == ""
+    tf32 = auto_precision_assumption({"T4": "fp32"}, requested="tf32", units=("fp16",))
+    assert tf32.override == "--precision fp32|fp16|auto"
+    fixed = auto_precision_assumption({"K80": "fp32"}, fixed="a profile file", units=())
+    assert fixed.override == "--precision fp32"
+    # unchanged where every unit is there (the whole catalog's plan skips the GPUs without)
+    assert auto_precision_assumption({"A100": "bf16"}).override == "--precision fp32|bf16|fp16"

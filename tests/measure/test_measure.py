@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -252,6 +253,12 @@ def test_a_busy_host_is_said_on_a_cpu_measurement(monkeypatch: pytest.MonkeyPatc
     assert busy_host_warning(2.5, cores=2, threads=2) is None  # less than a task beside it
     busy = busy_host_warning(4.5, cores=2, threads=2)
     assert busy is not None and busy.startswith("the host was busy: load average 4.5 on 2 CPU")
+    assert busy.endswith("or with --threads 1 --timer cpu")
+    # QA 39: the advice named flags the run already had
+    one_thread = busy_host_warning(4.5, cores=2, threads=1)
+    assert one_thread is not None and one_thread.endswith("or with --timer cpu")
+    given = busy_host_warning(4.5, cores=2, threads=1, cpu_time=True)
+    assert given is not None and "--threads 1" not in given and "--timer cpu" not in given
 
     class Runner:
         samples_per_step = 1
@@ -259,19 +266,22 @@ def test_a_busy_host_is_said_on_a_cpu_measurement(monkeypatch: pytest.MonkeyPatc
         def __call__(self) -> None:
             torch.ones(16, 16) @ torch.ones(16, 16)
 
-    def timed() -> tuple[str, ...]:
+    def timed(clock: Callable[[], float] | None = None) -> tuple[str, ...]:
         return measure_runner(
             Runner(),
             spec=WorkloadSpec(name="matmul", batch_size=1),
             mode="infer",
             device="cpu",
             rule=StoppingRule(max_time_s=0.2, min_samples=3),
+            clock=clock,
             telemetry=False,
         ).warnings
 
     cores = os.cpu_count() or 1
     monkeypatch.setattr(os, "getloadavg", lambda: (cores + 8.0, 0.0, 0.0))
     assert any(w.startswith("the host was busy") for w in timed())
+    by_cpu_time = [w for w in timed(time.process_time) if w.startswith("the host was busy")]
+    assert by_cpu_time and "--timer cpu" not in by_cpu_time[0]
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert not any(w.startswith("the host was busy") for w in timed())
 

@@ -12,6 +12,7 @@ from sklearn.ensemble import RandomForestRegressor
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.predict.kernels import (
     KernelDevice,
+    KernelObservation,
     KernelTimeModel,
     operator_features,
     roofline_call_s,
@@ -149,3 +150,21 @@ def test_without_energy_readings_it_predicts_time_only_and_says_so() -> None:
     broken["state"]["power_trees"] = []
     with pytest.raises(InvalidInputError, match="power_trees"):
         KernelTimeModel.from_dict(broken)
+
+
+def test_an_overhead_capped_at_half_the_operators_says_so() -> None:
+    """QA 39: a user's transformer predicted "step overhead (fitted) -3.53 ms" against 7.06 ms
+    of operators -- the fitted per-call overhead, capped at -50% of the operators, shown as
+    fitted. The prediction now says it was capped."""
+    obs = []
+    for i, scale in enumerate((0.25, 0.5, 1.0, 2.0, 4.0)):
+        trace = synthetic_trace(f"m{i}", scale=scale)  # profiled calls 10x the step
+        step_s = 0.1 * trace.operator_time_s_per_step
+        obs.append(KernelObservation(workload=f"m{i}", device=CPU, trace=trace, step_time_s=step_s))
+    model = KernelTimeModel().fit(obs)
+    predicted = model.predict_step(synthetic_trace("held-out", scale=1.5), CPU)
+    assert predicted.overhead_s == pytest.approx(-0.5 * predicted.operator_time_s)
+    assert predicted.overhead_capped
+    assert predicted.to_dict()["overhead_capped"] is True
+    fitted = KernelTimeModel().fit(synthetic_observations(overhead_s=2e-3))
+    assert not fitted.predict_step(synthetic_trace("held-out", scale=1.5), CPU).overhead_capped

@@ -151,3 +151,36 @@ def test_a_user_models_shape_bug_is_one_line_of_bad_input(
         profile_workload(WorkloadSpec(name=f"{FILE}:wrong_batch", batch_size=4))
     assert err.value.exit_code == 2 and "model(*example_batch)" in str(err.value)
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_transformer_encoder_inference_counts_the_fused_fast_path() -> None:
+    """QA 39: in eval() + no_grad nn.TransformerEncoderLayer takes PyTorch's fused fast path
+    (one aten._transformer_encoder_layer_fwd call flop_counter does not count), so the
+    inference FLOPs were the head's alone. The inference forward does the training forward's
+    arithmetic: per layer and token QKV 2x16x48, output 2x16x16, feed-forward 2x2x16x32,
+    attention 2 x 2 x 5 (keys) x 16."""
+    p = profile_workload(WorkloadSpec(name=f"{FILE}:encoder", batch_size=2))
+    tokens = 2 * 5
+    per_token = 2 * 16 * 48 + 2 * 16 * 16 + 2 * 2 * 16 * 32 + 2 * 2 * 5 * 16
+    assert p.forward_flops == 2 * tokens * per_token
+    assert p.inference_flops == p.forward_flops
+
+
+def test_a_user_model_is_built_on_meta_for_its_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA 39: the factory ran for real before the fake-tensor profile, so profiling a model
+    too big for host memory (a 6.4B-parameter MLP: 25.8 GB of fp32 weights) was killed by the
+    OS (exit 137). The profile builds it on the meta device: no weight is allocated."""
+    built_on = tmp_path / "built_on"
+    monkeypatch.setenv("BUILT_ON", str(built_on))
+    p = profile_workload(WorkloadSpec(name=f"{FILE}:records_device", batch_size=3))
+    assert built_on.read_text().split() == ["meta"]
+    assert p.parameters_total == 8 * 4 + 4
+    assert p.forward_flops == 2 * 3 * 8 * 4
+
+
+def test_a_factory_that_cannot_run_on_meta_is_profiled_as_built() -> None:
+    p = profile_workload(WorkloadSpec(name=f"{FILE}:real_only", batch_size=2))
+    assert p.parameters_total == 3 * 2 + 2
+    assert p.forward_flops == 2 * 2 * 3 * 2

@@ -14,6 +14,8 @@ as a user would write them:
 
 from __future__ import annotations
 
+import os
+
 import torch
 from torch import nn
 
@@ -85,3 +87,26 @@ def big_buffer() -> tuple[nn.Module, torch.Tensor]:
 def wrong_batch() -> tuple[nn.Module, torch.Tensor]:
     """An example batch of 9 features for a layer taking 8: the user's shape bug."""
     return nn.Linear(8, 2), torch.randn(4, 9)
+
+
+def encoder() -> tuple[nn.Module, torch.Tensor]:
+    """Two nn.TransformerEncoderLayer blocks (d 16, 2 heads, feed-forward 32): in eval() and
+    no_grad PyTorch runs them through its fused fast path."""
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), torch.randn(2, 5, 16)
+
+
+def records_device() -> tuple[nn.Module, torch.Tensor]:
+    """A factory that builds where the caller's default device says, and appends that device
+    to the file ``$BUILT_ON`` names (each load imports this file afresh)."""
+    model = nn.Linear(8, 4)
+    with open(os.environ["BUILT_ON"], "a") as out:
+        out.write(model.weight.device.type + "\n")
+    return model, torch.randn(2, 8)
+
+
+def real_only() -> tuple[nn.Module, torch.Tensor]:
+    """A factory that reads a tensor's value (as one loading a checkpoint or sizing a layer
+    from data does): it cannot run on the meta device."""
+    width = int(torch.tensor([3.0]).sum().item())
+    return nn.Linear(width, 2), torch.randn(2, width)

@@ -62,6 +62,8 @@ def test_resize_batch_repeats_and_slices() -> None:
         (f"{FILE}:no_batch_dim", "batch dimension"),
         (f"{FILE}:", "module:factory"),
         ("bad module:build", "dotted Python module path"),
+        # QA 39: predict train --workload run:6 said "must be module:factory"
+        ("run:6", r"run:ID\) is read by plan train only.*plan train --workload run:6"),
     ],
 )
 def test_bad_specs_are_invalid_input(spec: str, match: str) -> None:
@@ -170,7 +172,12 @@ def test_a_user_models_options_are_stored_as_its_factory_takes_them(tmp_path: Pa
 def test_a_user_option_not_of_its_parameters_type_names_the_option(tmp_path: Path) -> None:
     module = tmp_path / "typed.py"
     module.write_text(_TYPED)
-    for key, value, rule in (("bias", "maybe", "true or false"), ("width", 2.5, "whole number")):
+    # QA 39: `-o width=abc` reached the factory as text and the user's code was blamed
+    for key, value, rule in (
+        ("bias", "maybe", "true or false"),
+        ("width", 2.5, "whole number"),
+        ("width", "abc", "whole number"),
+    ):
         with pytest.raises(InvalidSpecError) as info:
             get_workload(f"{module}:build", **{key: value})
         assert str(info.value).startswith(f"{key}: must be ") and rule in str(info.value)

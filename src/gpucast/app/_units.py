@@ -127,3 +127,12 @@ def servers_with_units(
     if skipped and not any(s.gpu for s in kept):
         _refuse(precision, skipped, catalog, choices, runs="has units for")
     return kept, skipped
+
+
+def half_units(catalog: Any, gpus: Sequence[str], *, every: bool) -> tuple[str, ...]:
+    """The half precisions (bf16, fp16) of ``gpus`` (catalog names) that a precision
+    override may offer: those every GPU has units for (``every``: a one-GPU verb or a
+    cluster, which refuse a GPU without them), else those any has (a plan, which skips the
+    GPU types without them)."""
+    held = all if every else any
+    return tuple(p for p in ("bf16", "fp16") if held(catalog.gpu(g).has_units(p) for g in gpus))

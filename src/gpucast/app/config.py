@@ -93,15 +93,15 @@ def request_from(
 
 def _option_example(exc: OptionTextError, workload: Any) -> OptionTextError:
     """``exc`` with one of ``workload``'s own options as its example (``-o nonsense`` for
-    bert-base: ``e.g. -o seq_len=128``); the generic ``name=value`` where it declares none
-    (a user model's are its factory's keyword arguments)."""
+    bert-base: ``e.g. -o seq_len=128``; a user model's factory's keyword parameters); the
+    generic ``name=value`` where it declares none."""
     if not isinstance(workload, str):
         return exc
-    if ":" in workload:  # module:factory (or run:N)
-        return OptionTextError(exc.text, example=f"name=value (a keyword of {workload.strip()})")
     from gpucast.workloads import option_example
 
     found = option_example(workload)
+    if found is None and ":" in workload:  # module:factory that cannot be read (or run:N)
+        return OptionTextError(exc.text, example=f"name=value (a keyword of {workload.strip()})")
     if found is None:
         return exc
     example, names = found

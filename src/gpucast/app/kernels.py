@@ -41,7 +41,8 @@ class PredictKernelsRequest:
     )
     train_runs: tuple[int, ...] = option(
         (),
-        help="Runs to fit the forest on (default: every stored --kernels run of another workload).",
+        help="Runs to fit the forest on (default: every stored --kernels run of another "
+        "model; the same model at other -o options is not one).",
         example="1,2,4",
     )
     cpu_instance: str | None = option(
@@ -120,6 +121,8 @@ class PredictKernelsResult:
     #: what the prediction's footing lacks (e.g. a forest fitted on fewer workloads than the
     #: one validated)
     warnings: tuple[str, ...] = ()
+    #: whether ``overhead_s`` is the floor (-50% of the operators) rather than the fit
+    overhead_capped: bool = False
 
     @property
     def error_pct(self) -> float | None:
@@ -136,6 +139,7 @@ class PredictKernelsResult:
             "classes": [c.to_dict() for c in self.classes],
             "operator_time_s": self.operator_time_s,
             "overhead_s": self.overhead_s,
+            "overhead_capped": self.overhead_capped,
             "step_time_s": self.step_time_s,
             "measured_step_s": self.measured_step_s,
             "error_pct": self.error_pct,
@@ -158,6 +162,12 @@ class PredictKernelsResult:
         import pandas as pd
 
         return pd.DataFrame([c.to_dict() for c in self.classes])
+
+
+def _model(run: Any) -> str:
+    """The model a stored run measured, without its ``-o`` options."""
+    spec = run.spec if isinstance(run.spec, dict) else {}
+    return str(spec.get("name") or run.summary.workload)
 
 
 def predict_kernels(
@@ -190,10 +200,12 @@ def predict_kernels(
     catalog = load_catalog()
     with Store(db_path).open(create=False) as store:
         run, trace = trace_of(store, request.run)
+        # another model, not this one at other -o options (QA 39: the validation is
+        # leave-one-model-out)
         train_ids = request.train_runs or tuple(
             i
             for i in store.kernel_run_ids()
-            if i != request.run and store.get_run(i).summary.workload != run.summary.workload
+            if i != request.run and _model(store.get_run(i)) != _model(run)
         )
         own = run_device(run, catalog)
         mode_of = {i: store.get_run(i).summary.mode for i in store.kernel_run_ids()}
@@ -306,6 +318,13 @@ def predict_kernels(
             f"{'/'.join(modes)} steps and validated on training steps only, so its validated "
             "error does not describe this prediction"
         )
+    if predicted.overhead_capped:  # QA 39: shown as "fitted"
+        warnings.append(
+            "the fitted per-call overhead would take more than half the operators' time off "
+            f"the step; capped at {predicted.overhead_s * 1e3:+.3g} ms (-50% of the "
+            "operators): the training runs' steps are much shorter than their profiled calls, "
+            "so the step rests on that floor, not on the fit"
+        )
     if len(workloads) < MIN_TRAIN_WORKLOADS:
         warnings.append(
             f"the forest is fitted on {count_of(len(workloads), 'workload')} "
@@ -321,6 +340,7 @@ def predict_kernels(
         classes=classes,
         operator_time_s=predicted.operator_time_s,
         overhead_s=predicted.overhead_s,
+        overhead_capped=predicted.overhead_capped,
         step_time_s=predicted.step_time_s,
         measured_step_s=run.summary.median_s if same_device else None,
         roofline_step_s=scale * roofline_step_s(trace, device),

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from gpucast._version import __version__
 from gpucast.app._request import resolve
-from gpucast.app._units import gpus_with_units, skipped_assumption
+from gpucast.app._units import gpus_with_units, half_units, skipped_assumption
 from gpucast.app._workers import usable_cpus, worker_failures, worker_pool
 from gpucast.domain.catalog import OWN_UNIT_PRECISIONS
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.offload import optimizer_state_note
 from gpucast.domain.options import is_default
 from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest
 from gpucast.domain.provenance import Assumption
@@ -247,7 +248,7 @@ def plan_train(
             name="workload profile",
             value=f"{prof.workload} profiled at batch {prof.batch_size}, "
             f"{' and '.join(profiles)}; FLOPs, bytes and activations scaled linearly with "
-            "the batch",
+            f"the batch; {optimizer_state_note(prof.memory.optimizer, measured)}",
             source=(profile_origin(prof) or "profiler")
             if stored is None
             else f"store run #{stored.run_id}",
@@ -344,7 +345,8 @@ def plan_train(
             name="offload",
             value="a DDP/FSDP candidate that fits no GPU memory otherwise keeps its optimizer "
             "state in host memory (ZeRO-Offload, partitioned over the GPUs): gradients down "
-            "and weights up over PCIe x16, the Adam step on the host CPU, no delayed "
+            "and weights up over PCIe x16, the optimizer step on the host CPU (at the CPU Adam "
+            "model's bandwidth), no delayed "
             "parameter update; host memory per GPU = instance memory / GPUs"
             + (
                 "; no NVMe tier"
@@ -422,15 +424,20 @@ def plan_train(
         for a in plan.assumptions
     )
     if by_gpu:
-        assumed += (auto_precision_assumption(by_gpu, fixed=kept, requested=request.precision),)
+        units = half_units(catalog, list(by_gpu), every=False)
+        assumed += (
+            auto_precision_assumption(by_gpu, fixed=kept, requested=request.precision, units=units),
+        )
         slow = _fp32_path_priced(by_gpu, profiles, catalog, efficiency.value)
         if slow is not None:
             assumed += (slow,)
     elif stored is not None and stored_precision:
+        planned = planned_gpus(request, catalog, cluster)
         assumed += (
             auto_precision_assumption(
-                {g: request.precision for g in planned_gpus(request, catalog, cluster)},
+                {g: request.precision for g in planned},
                 fixed=f"store run #{stored.run_id} was profiled at {request.precision}",
+                units=half_units(catalog, list(planned), every=False),
             ),
         )
     else:
@@ -440,6 +447,7 @@ def plan_train(
                 request.precision,
                 [(g, catalog.gpu(g).bf16_tflops is not None) for g in names],
                 given=True,
+                fp16_units="fp16" in half_units(catalog, names, every=False),
             ),
         )
     if units_skipped:

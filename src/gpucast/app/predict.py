@@ -22,6 +22,7 @@ from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
 from gpucast.domain.convergence import check_critical_batch, critical_batch_option
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
+from gpucast.domain.offload import optimizer_state_note
 from gpucast.domain.options import documented, is_default, lower_text, option
 from gpucast.domain.systems import (
     ClusterSettings,
@@ -35,6 +36,7 @@ from gpucast.domain.units import count_of
 from gpucast.domain.workload import (
     AUTO_PRECISION,
     SOFTWARE_HELP,
+    TF32,
     WorkloadOptions,
     check_precision_units,
     check_software,
@@ -252,6 +254,8 @@ class PredictTrainResult:
                 f"{mem['step_time_s'] * 1e3:.1f} ms with offload (CPU Adam: "
                 f"{mem['cpu_adam_source']})"
             )
+        if mem.get("optimizer"):
+            line += f"; {optimizer_state_note(str(mem['optimizer']), self.workload)}"
         if mem.get("cpu_adam_warning"):
             line += f"; warning: {mem['cpu_adam_warning']}"
         return line
@@ -336,15 +340,30 @@ def predict_train(
     spec = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     check_precision_units(request.precision, spec, catalog)
     has_bf16 = spec.bf16_tflops is not None
+    has_fp16 = spec.has_units("fp16")
     requested = request.precision
     if request.precision == AUTO_PRECISION:
         request = dataclasses.replace(request, precision=practitioner_precision(has_bf16))
-        said = precision_assumption(request.precision, [(spec.name, has_bf16)], auto=True)
+        said = precision_assumption(
+            request.precision, [(spec.name, has_bf16)], auto=True, fp16_units=has_fp16
+        )
+    elif request.precision == TF32 and not spec.has_units(TF32):
+        # fp32 with TF32 matmuls where the GPU has TF32 units, fp32 elsewhere -- as plan and
+        # simulate train resolve it; the step was fp32's, labelled, calibrated and validated
+        # as "tf32" (QA 39)
+        request = dataclasses.replace(request, precision="fp32")
+        said = dataclasses.replace(
+            precision_assumption("fp32", [(spec.name, has_bf16)], given=True, fp16_units=has_fp16),
+            value=f"fp32: the {spec.name} has no TF32 units (--precision tf32 trains fp32 with "
+            "TF32 matmuls where the GPU has them, fp32 elsewhere)",
+            source="--precision tf32",
+        )
     else:
         said = precision_assumption(
             request.precision,
             [(spec.name, has_bf16)],
             given=not is_default(request, "precision"),
+            fp16_units=has_fp16,
         )
     profile = workload_profile(
         request.workload,
@@ -366,6 +385,7 @@ def predict_train(
         efficiency=efficiency.value,
     )
     memory = _memory_plan(request, facts, spec, estimate.value, store)  # or refused
+    memory["optimizer"] = profile.memory.optimizer
     estimate = _with_memory_plan(estimate, memory, spec.name)
     data_parallel = None
     if cluster is not None:  # the step on its GPUs, the GPU priced as the step above

@@ -19,6 +19,7 @@ from gpucast.domain.options import as_flags, lower_text, option
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.workload import (
     AUTO_PRECISION,
+    PRECISIONS,
     Precision,
     WorkloadOptions,
     WorkloadSpec,
@@ -65,6 +66,14 @@ class ProfileRequest:
             self._check()
 
     def _check(self) -> None:
+        if self.precision not in (*PRECISIONS, AUTO_PRECISION):  # QA 39: auto was left out
+            raise InvalidSpecError(
+                "precision",
+                f"must be one of {', '.join((*PRECISIONS, AUTO_PRECISION))}",
+                got=self.precision,
+                fix="e.g. --precision bf16 (the training verbs' fp8 runs on a bf16 profile, "
+                "tf32 on an fp32 one)",
+            )
         _ = self.spec  # WorkloadSpec checks the name, the batch size and the precision
         if self.batch_size > MAX_PROFILE_BATCH:
             raise InvalidSpecError(

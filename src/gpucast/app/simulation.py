@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._launches import mean_delay_s
 from gpucast.app._memory import check_simulated_memory
 from gpucast.app._request import resolve
+from gpucast.app._units import half_units
 from gpucast.app.elastic import elastic_speed
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import (
@@ -1205,13 +1206,16 @@ def simulate_train(
             override="--checkpoint-every",
         ),
         auto_precision_assumption(
-            {catalog.gpu(g).name: p for g, p in by_gpu.items()}, requested=requested
+            {catalog.gpu(g).name: p for g, p in by_gpu.items()},
+            requested=requested,
+            units=half_units(catalog, gpus, every=True),
         )
         if auto
         else precision_assumption(
             request.precision,
             [(g, catalog.gpu(g).bf16_tflops is not None) for g in gpus],
             given=not is_default(request, "precision"),
+            fp16_units="fp16" in half_units(catalog, gpus, every=True),
         ),
         Assumption(name="checkpoint cost", value=f"{ckpt_s:.2f} s", source=ckpt_src,
                    override="--checkpoint-s, --data-dir"),

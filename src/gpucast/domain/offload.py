@@ -35,6 +35,24 @@ def streamed_bytes_per_param(
 #: Host bytes AdamW holds per fp32 parameter: weight, gradient, two moments.
 ADAM_HOST_BYTES_PER_PARAM = 16.0
 
+#: The optimizers a workload is profiled with (``gpucast profile --optimizer``) and the state
+#: each keeps per fp32 parameter.
+_OPTIMIZER_STATE = {"sgd": "SGD with momentum (4 B a parameter)", "adam": "Adam (8 B a parameter)"}
+
+
+def optimizer_state_note(optimizer: str, workload: str) -> str:
+    """What the training verbs price a profile's optimizer state as, and (for the profiler's
+    default, SGD with momentum) how to price Adam's instead -- said, since it moves the memory
+    need by 4 B a parameter and an offloaded host step by 8 B streamed (QA 39: a user's 1.6B
+    model's host state was 18 GiB under "the Adam step on the host CPU", Adam's is 24)."""
+    said = f"optimizer state priced as {_OPTIMIZER_STATE.get(optimizer, optimizer)}"
+    if optimizer != "sgd":
+        return said
+    return (
+        f"{said}, the profile's default; for Adam: gpucast profile {workload} --optimizer adam, "
+        "then plan train --workload run:ID"
+    )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OptimizerStepMeasurement:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -192,12 +192,17 @@ def units_fix(
 
 
 def auto_precision_assumption(
-    by_gpu: Mapping[str, str], *, fixed: str | None = None, requested: str = AUTO_PRECISION
+    by_gpu: Mapping[str, str],
+    *,
+    fixed: str | None = None,
+    requested: str = AUTO_PRECISION,
+    units: Collection[str] = ("bf16", "fp16"),
 ) -> Any:
     """The assumption a plan states about ``--precision auto``: ``by_gpu`` maps each GPU it
     evaluated to its compute precision (:func:`practitioner_compute_precision`), listed
     per precision; ``fixed`` names what kept one precision instead (a stored run, a profile
-    file)."""
+    file); ``units``: the half precisions the override may offer (those the verb would run
+    on these GPUs; QA 39: it offered fp16 to a K80, bf16 to a T4)."""
     from gpucast.domain.provenance import Assumption
 
     groups: dict[str, list[str]] = {}
@@ -211,13 +216,14 @@ def auto_precision_assumption(
         for p in order
     ]
     value = f"{requested} -- " + ("; ".join(parts) or "no GPU evaluated")
+    offered = "|".join(["fp32", *(p for p in ("bf16", "fp16") if p in units)])
     if requested == FP8:
         return Assumption(name="precision", value=f"{value} ({FP8_TEXT})",
                           source="--precision fp8", override="--precision bf16|auto")  # fmt: skip
     if requested == TF32:
         value += " (fp32 with TF32 matmuls where the GPU has TF32 units, fp32 elsewhere)"
         return Assumption(name="precision", value=value, source="--precision tf32",
-                          override="--precision fp32|bf16|fp16|auto")  # fmt: skip
+                          override=f"--precision {offered}|auto")  # fmt: skip
     if fixed is None:
         value += (
             " (what practitioners train in: bf16 mixed precision where the GPU has bf16 "
@@ -228,16 +234,22 @@ def auto_precision_assumption(
         value += f" ({fixed})"
         source = fixed
     return Assumption(name="precision", value=value, source=source,
-                      override="--precision fp32|bf16|fp16")  # fmt: skip
+                      override=f"--precision {offered}")  # fmt: skip
 
 
 def precision_assumption(
-    precision: str, gpus: Sequence[tuple[str, bool]], *, auto: bool = False, given: bool = False
+    precision: str,
+    gpus: Sequence[tuple[str, bool]],
+    *,
+    auto: bool = False,
+    given: bool = False,
+    fp16_units: bool = True,
 ) -> Any:
     """The assumption a training prediction states about its precision: ``gpus`` are
     (name, has bf16) of the GPUs it covers; ``auto``: chosen by :func:`practitioner_precision`,
     else ``precision`` for all (``given``: by the user); fp32 says what practitioners would
-    use instead on the GPUs that have bf16."""
+    use instead on the GPUs that have bf16. ``fp16_units``: whether the GPUs have fp16 units
+    (a K80 has none: the override does not offer it)."""
     from gpucast.domain.provenance import Assumption
 
     with_bf16 = sorted({name for name, bf16 in gpus if bf16})
@@ -249,9 +261,9 @@ def precision_assumption(
             f"{precision} (what practitioners train in on this GPU: bf16 where the GPU "
             "has bf16 tensor cores, fp32 elsewhere)"
         )
-        others = _others(precision, gpus, with_bf16)
+        others = _others(precision, gpus, with_bf16, fp16_units)
         return Assumption(name="precision", value=value, source=AUTO_SOURCE,
-                          override=f"--precision {others}")  # fmt: skip
+                          override=f"--precision {others}" if others else "")  # fmt: skip
     value = f"{precision} on every GPU"
     if precision == "fp32" and with_bf16:
         value += (
@@ -259,16 +271,18 @@ def precision_assumption(
             + (", ..." if len(with_bf16) > 6 else "")
             + " (--precision auto or bf16 predicts that)"
         )
-    others = _others(precision, gpus, with_bf16)
+    others = "|".join(["auto", *filter(None, [_others(precision, gpus, with_bf16, fp16_units)])])
     return Assumption(name="precision", value=value, source="given" if given else "default",
-                      override=f"--precision auto|{others}")  # fmt: skip
+                      override=f"--precision {others}")  # fmt: skip
 
 
-def _others(precision: str, gpus: Sequence[tuple[str, bool]], with_bf16: Sequence[str]) -> str:
+def _others(
+    precision: str, gpus: Sequence[tuple[str, bool]], with_bf16: Sequence[str], fp16: bool
+) -> str:
     """The precisions an override offers instead of ``precision``: fp32, bf16 (where every
-    GPU has bf16 units) and fp16."""
+    GPU has bf16 units) and fp16 (where ``fp16``: the GPUs have fp16 units)."""
     offered = ("fp32", "bf16", "fp16") if len(with_bf16) == len(gpus) else ("fp32", "fp16")
-    return "|".join(p for p in offered if p != precision)
+    return "|".join(p for p in offered if p != precision and (p != "fp16" or fp16))
 
 
 #: Software stacks a training step is predicted for: eager PyTorch, TensorFlow 1.x (as the

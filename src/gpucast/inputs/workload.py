@@ -352,7 +352,8 @@ def workload_inputs(
             n_tensors=max(1, int(prof.parameter_tensors)),
             max_tensor_bytes=float(prof.parameter_tensor_max_mib * MIB) or None,
             checkpoint_bytes=float(memory.weights_bytes + memory.optimizer_state_bytes),
-            source=f"profiler: {workload} ({prof.parameters_total:,} parameters, "
+            source=f"profiler: {configured_name(workload, tuple((options or {}).items()))} "
+            f"({prof.parameters_total:,} parameters, "
             f"{prof.parameter_tensors} tensors)"
             + (f"; {origin}" if (origin := profile_origin(prof)) else ""),
             facts=workload_facts(prof),

@@ -167,7 +167,10 @@ def measure_runner(
 
     if torch_device.type == "cpu":
         busy = busy_host_warning(
-            host_load_average(), cores=environment.cpu_cores, threads=environment.torch_threads
+            host_load_average(),
+            cores=environment.cpu_cores,
+            threads=environment.torch_threads,
+            cpu_time=clock is time.process_time,
         )
         if busy is not None:
             notes.append(busy)

@@ -77,15 +77,26 @@ def host_load_average() -> float | None:
         return None
 
 
-def busy_host_warning(load: float | None, *, cores: int, threads: int) -> str | None:
+def busy_host_warning(
+    load: float | None, *, cores: int, threads: int, cpu_time: bool = False
+) -> str | None:
     """A warning when other processes competed for the CPU a CPU step was timed on: the
     1-minute load average above the cores, at least one runnable task beyond this run's own
     ``threads``. On such a host torch's thread pool waits for cores and a step can take many
-    times its idle time (QA session 36: an MLP step 170 ms at 2 threads, 4 ms at 1)."""
+    times its idle time (QA session 36: an MLP step 170 ms at 2 threads, 4 ms at 1). The
+    advice names only the flags not already in use (``cpu_time``: timed by CPU time)."""
     if load is None or load <= cores or load - threads < 1:
         return None
+    missing = [f for f, used in (("--threads 1", threads == 1), ("--timer cpu", cpu_time))
+               if not used]  # fmt: skip
+    advice = (
+        f"measure on an idle host, or with {' '.join(missing)}"
+        if missing
+        else "measure on an idle host (CPU time leaves out the waits, not the neighbours' "
+        "share of caches and memory bandwidth)"
+    )
     return (
         f"the host was busy: load average {load:.1f} on {cores} CPU cores while timing "
         f"({threads} of them this run's threads); other processes slow and scatter a CPU step "
-        "-- measure on an idle host, or with --threads 1 --timer cpu"
+        f"-- {advice}"
     )

@@ -97,6 +97,7 @@ BOTTLENECKS: tuple[str, ...] = (
     "ps_cpu",
     "worker_network",
     "cpu_offload",  # the host's optimizer step / PCIe transfers of ZeRO-Offload
+    "nvme_offload",  # ZeRO-Infinity's reads and writes of the state on local NVMe (QA 39)
 )
 _B = {name: i for i, name in enumerate(BOTTLENECKS)}
 #: The 90th percentile of a standard normal: the planner's intervals are 10th-90th.
@@ -369,9 +370,10 @@ def _offload_step(
     g: IntArray,
     nf: FloatArray,
     params: PerfParams,
-) -> tuple[FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, BoolArray]:
     """(the step of offload rows by :func:`gpucast.predict.offload.zero_offload_step_s`,
-    other rows unchanged; the seconds the host side adds). Each rank sends its gradient
+    other rows unchanged; the seconds the host side adds; the rows whose host-side step is
+    the NVMe traffic rather than the CPU's Adam step). Each rank sends its gradient
     partition down and gets its weight partition back over PCIe; the host's Adam step over
     ``params / n`` parameters in ``tensors / n`` tensors is the CPU Adam model's. Rows with
     the parameters on the host (``params_off``) also upload the rank's weights before the
@@ -391,9 +393,11 @@ def _offload_step(
         np.maximum(1.0, facts.n_tensors / nf),
         streamed_bytes_per_param(facts.optimizer_bytes / n_params, 4.0),
     )
+    nvme_bound = np.zeros(len(compute), dtype=bool)
     if setting.nvme_gbps is not None and nvme_off.any():
         per_gpu = setting.nvme_gbps * 1e9 / space.offers.gpus_per_node[space.offer]
         state_io = 2.0 * (facts.weights_bytes + facts.optimizer_bytes) / nf / per_gpu
+        nvme_bound = nvme_off & (state_io > cpu)
         cpu = np.where(nvme_off, np.maximum(cpu, state_io), cpu)
     step = zero_offload_step_s(
         np.maximum(forward, upload),
@@ -404,7 +408,7 @@ def _offload_step(
         delayed_update=setting.delayed_update,
     )
     out = np.where(offload, step, compute)
-    return np.asarray(out, dtype=np.float64), np.where(offload, out - compute, 0.0)
+    return np.asarray(out, dtype=np.float64), np.where(offload, out - compute, 0.0), nvme_bound
 
 
 def evaluate_like(space: Space, res: SearchResult, ctx: PlanContext) -> Evaluation:
@@ -606,10 +610,11 @@ def _evaluate_single(
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
     if offload.any():
-        compute, exposed = _offload_step(
+        compute, exposed, nvme_bound = _offload_step(
             compute, offload, params_off, nvme_off, space, facts, gpus, g, nf, params
         )
-        roof_bottleneck = np.where(exposed > 0, _B["cpu_offload"], roof_bottleneck)
+        host_side = np.where(nvme_bound, _B["nvme_offload"], _B["cpu_offload"])
+        roof_bottleneck = np.where(exposed > 0, host_side, roof_bottleneck)
 
     # -- synchronous collectives -----------------------------------------------------------
     rdma = np.isin(np.asarray(off.instance_type), list(params.rdma_instances))[o]

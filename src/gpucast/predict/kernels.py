@@ -147,6 +147,9 @@ class KernelStepPrediction:
     step_time_s: float
     operator_time_s: float
     overhead_s: float
+    #: whether the fitted overhead would take more than half the operators' time off the step
+    #: and ``overhead_s`` is that floor instead
+    overhead_capped: bool = False
     #: op class -> predicted seconds per step (every class listed)
     by_class_s: Mapping[str, float] = field(default_factory=dict)
     #: predicted energy of the step (J) and per op class; ``None``/empty without a power model
@@ -169,6 +172,7 @@ class KernelStepPrediction:
             "step_time_s": self.step_time_s,
             "operator_time_s": self.operator_time_s,
             "overhead_s": self.overhead_s,
+            "overhead_capped": self.overhead_capped,
             "by_class_s": dict(self.by_class_s),
             "energy_j": self.energy_j,
             "power_w": self.power_w,
@@ -431,8 +435,8 @@ class KernelTimeModel(Estimator):
         calls = np.array([op.calls_per_step for op in trace.operators], dtype=np.float64)
         per_op = per_call * calls
         operators_s = float(per_op.sum())
-        overhead = self._overhead_s + self._overhead_s_per_call * float(calls.sum())
-        overhead = max(overhead, -0.5 * operators_s)
+        fitted = self._overhead_s + self._overhead_s_per_call * float(calls.sum())
+        overhead = max(fitted, -0.5 * operators_s)
         by_class = {c: 0.0 for c in KERNEL_OP_CLASSES}
         for op, seconds in zip(trace.operators, per_op.tolist(), strict=True):
             by_class[op.op_class] += seconds
@@ -448,6 +452,7 @@ class KernelTimeModel(Estimator):
             step_time_s=operators_s + overhead,
             operator_time_s=operators_s,
             overhead_s=overhead,
+            overhead_capped=fitted < overhead,
             by_class_s=by_class,
             energy_j=energy,
             by_class_j=by_class_j,

@@ -10,7 +10,12 @@ from gpucast.domain.errors import GpucastError, UnknownWorkloadError
 from gpucast.domain.workload import WorkloadOptions, configured_name, option_text
 from gpucast.workloads import detection, diffusion, language, other, speech, vision
 from gpucast.workloads.base import Workload
-from gpucast.workloads.user import is_user_spec, load_user_workload, typed_user_options
+from gpucast.workloads.user import (
+    is_user_spec,
+    load_user_workload,
+    typed_user_options,
+    user_option_defaults,
+)
 
 _CIFAR_RESNET = re.compile(r"^cifar-resnet(\d+)$")
 
@@ -90,13 +95,12 @@ def canonical_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
 
 
 def option_example(name: str) -> tuple[str, tuple[str, ...]] | None:
-    """One option built-in workload ``name`` declares, at its built-in value as typed after
-    ``-o`` (``seq_len=128``; a one-value option first), and the names of all it declares;
-    ``None`` for a user model, an unknown name or a workload that declares none."""
-    if is_user_spec(name):
-        return None
+    """One option workload ``name`` declares, at its built-in value as typed after ``-o``
+    (``seq_len=128``; a one-value option first), and the names of all it declares; a user
+    model's are its factory's keyword parameters with a default (QA 39: its example was
+    ``name=value``); ``None`` for an unknown name or a workload that declares none."""
     try:
-        options = get_workload(name).options
+        options = user_option_defaults(name) if is_user_spec(name) else get_workload(name).options
     except GpucastError:
         return None
     if not options:

@@ -122,6 +122,16 @@ def _as_parameter_type(parameter: inspect.Parameter, value: Any) -> Any:
     name = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
     if name == "bool":
         return boolean(parameter.name, value)
+    if name in ("int", "float") and isinstance(value, str):  # QA 39: it reached the factory
+        example = parameter.default
+        if isinstance(example, bool) or not isinstance(example, int | float):
+            example = 1
+        raise InvalidSpecError(
+            parameter.name,
+            "must be a whole number" if name == "int" else "must be a number",
+            got=value,
+            fix=f"e.g. -o {parameter.name}={example}",
+        )
     if name == "int" and isinstance(value, float) and not isinstance(value, bool):
         if not value.is_integer():
             raise InvalidSpecError(
@@ -253,6 +263,14 @@ def _default_loss(output: Any, _target: Any) -> torch.Tensor:
 def _factory(name: str) -> Any:
     """The factory ``module:factory`` names (its module imported)."""
     module_part, _, factory_name = name.rpartition(":")
+    if module_part.strip() == "run" and factory_name.strip().isdigit():  # QA 39
+        raise InvalidSpecError(
+            "workload",
+            "a stored run (run:ID) is read by plan train only",
+            got=name,
+            fix="name the workload itself (gpucast runs show ID names it, with its -o), or "
+            f"gpucast plan train --workload {name.strip()}",
+        )
     if not module_part or not _IDENTIFIER.match(factory_name):
         raise InvalidSpecError("workload", "must be module:factory", got=name, fix=FIX)
     module = _import(module_part)
@@ -267,6 +285,14 @@ def _factory(name: str) -> Any:
             fix=f"callables there: {', '.join(public[:8]) or 'none'}",
         )
     return factory
+
+
+def user_option_defaults(name: str) -> dict[str, Any]:
+    """The keyword parameters ``module:factory`` declares with a default, by name, without
+    calling it (its module imported): what ``-o`` may set, as an error's example."""
+    params = _factory_parameters(_factory(name)) or []
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name: p.default for p in params if p.kind in keyword and p.default is not p.empty}
 
 
 def typed_user_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
