@@ -48,6 +48,7 @@ from gpucast.domain.limits import (
 )
 from gpucast.domain.options import default_mark, defaults_used, lower_text, option, split_list
 from gpucast.domain.units import format_duration, format_slo_latency
+from gpucast.inputs.instance_ebs import check_gbps, check_instance_options
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -203,6 +204,19 @@ class ServerlessLoad:
     network_gbps: float | None = option(
         None, help="Instance network (Gbit/s) the weights cross (remote storage).", example="25"
     )
+    instance: str | None = option(
+        None,
+        help="AWS instance type the functions run on (catalog/data/ebs_bandwidth.csv): weights "
+        "from an EBS --storage also cross its dedicated EBS bandwidth (its maximum; said), as "
+        "predict coldstart --instance.",
+        example="g4dn.xlarge",
+    )
+    ebs_gbps: float | None = option(
+        None,
+        help="The instance's EBS bandwidth (Gbit/s) weights from an EBS --storage cross, your "
+        "own figure (instead of --instance's).",
+        example="16",
+    )
     price: float | None = option(
         None,
         help="GPU price, US$/h (default: the cheapest on-demand offer of the GPU, per GPU).",
@@ -312,12 +326,8 @@ class ServerlessLoad:
                     "--synthetic, not a rate", got=m, fix=f"e.g. --models {head}",
                 )  # fmt: skip
         check_seed(self.seed)
-        if self.network_gbps is not None and not (
-            math.isfinite(self.network_gbps) and 0 < self.network_gbps <= 100_000
-        ):
-            raise InvalidSpecError(
-                "network-gbps", "must be in (0, 100000] Gbit/s", got=self.network_gbps
-            )
+        check_gbps("network-gbps", self.network_gbps, "25")
+        check_instance_options(self.instance, self.ebs_gbps)
         check_price(self.price)
         if self.durations not in ("model", "trace"):
             raise InvalidSpecError(
@@ -615,7 +625,8 @@ def _llm_functions(
         model = request.models[i % len(request.models)]
         f, service, notes = llm_gpu_function(
             model, gpu, storage=storage, network_gbps=request.network_gbps,
-            input_tokens=inp, output_tokens=out, container_s=request.container_s,
+            instance=request.instance, ebs_gbps=request.ebs_gbps, input_tokens=inp,
+            output_tokens=out, container_s=request.container_s,
             cuda_context_s=request.cuda_context_s,
         )  # fmt: skip
         served = ~np.isnan(service)
@@ -632,12 +643,15 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
 
     from gpucast.catalog import load_catalog
     from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.inputs.instance_ebs import check_instance
     from gpucast.inputs.llm_serving import is_llm_model
     from gpucast.inputs.serverless import gpu_function, synthetic_trace, trace_from_path
 
-    gpu = load_catalog().gpu(request.gpu or DEFAULT_GPU)
+    catalog = load_catalog()
+    gpu = catalog.gpu(request.gpu or DEFAULT_GPU)
     storage = request.storage.strip().lower()
     load_coldstart_facts().get("storage", storage)
+    check_instance(request.instance, gpu, catalog)
     price, price_source = _price(gpu.name, request.price, request.offers_file)
     if request.trace is not None:
         trace = trace_from_path(request.trace, request.day or 1)
@@ -681,6 +695,8 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
             gpu,
             storage=storage,
             network_gbps=request.network_gbps,
+            instance=request.instance,
+            ebs_gbps=request.ebs_gbps,
             container_s=request.container_s,
             cuda_context_s=request.cuda_context_s,
             measured=measured.get(m),
