@@ -447,6 +447,9 @@ def test_a_stored_cold_start_on_the_command_line(tmp_path: Path) -> None:
         text.stdout
     )
     assert "predicted: container" in text.stdout and "assumption cold start:" in text.stdout
+    # QA 39 S: the measured run's provenance, not the predicted cold start's validation
+    assert f"measured cold start of mlp: measured: run {run}, mlp on " in text.stdout
+    assert "validated cold start" not in text.stdout
     plan = runner.invoke(app, ["--db", db, "plan", "serverless", *load, "--coldstart-run",
                                "latest", "--json"])  # fmt: skip
     assert plan.exit_code == 0, plan.output

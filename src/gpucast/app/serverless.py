@@ -406,8 +406,11 @@ class SimulateServerlessResult:
     #: the keep-alive simulator's validated error (:func:`_keepalive_validation`), as
     #: ``plan serverless`` names it (None: not given, the API's older callers)
     validation: Validation | None = None
-    #: the predicted cold start's validated error (:func:`_coldstart_validation`)
+    #: the predicted cold start's validated error (:func:`_coldstart_validation`; None when
+    #: every model's cold start was measured)
     cold_start_validation: Validation | None = None
+    #: each model whose cold start a stored run measured: that run's provenance
+    cold_start_measured: dict[str, str] = field(default_factory=dict)
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -466,6 +469,7 @@ class SimulateServerlessResult:
             "cold_start_validation": None
             if self.cold_start_validation is None
             else self.cold_start_validation.to_dict(),
+            "cold_start_measured": dict(self.cold_start_measured),
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
             "assumptions": dict(self.assumptions),
@@ -1045,18 +1049,29 @@ def simulate_serverless(
         slo=None if request.slo is None else _slo_standing(request.slo, result, load),
         validation=_keepalive_validation(load),
         cold_start_validation=_coldstart_validation(load),
+        cold_start_measured=_coldstart_measured(load),
     )
 
 
-def _coldstart_validation(load: _Load) -> Validation:
+def _coldstart_validation(load: _Load) -> Validation | None:
     """The validated error of the models' predicted cold start on ``load``'s GPU, as predict
-    coldstart names it (a language model at fp16 on its instance's GPUs, a DNN at fp32)."""
+    coldstart names it (a language model at fp16 on its instance's GPUs, a DNN at fp32); None
+    where every model's cold start was measured (``--coldstart-run``: QA 39 S, the line then
+    described a prediction nobody made; :func:`_coldstart_measured` says what was measured)."""
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.llm_serving import is_llm_model
 
+    if all(f.coldstart_source is not None for f in load.functions):
+        return None
     llm = is_llm_model(load.functions[0].model)
     gpus = max(f.gpus for f in load.functions)
     return validation_for("coldstart", [load.gpu.name], "fp16" if llm else "fp32", gpus)
+
+
+def _coldstart_measured(load: _Load) -> dict[str, str]:
+    """Each model whose cold start a stored run measured (``--coldstart-run``): the run's
+    provenance, in place of the predicted cold start's validation."""
+    return {f.model: f.coldstart_source for f in load.functions if f.coldstart_source}
 
 
 def _keepalive_validation(load: _Load) -> Validation:
@@ -1196,8 +1211,11 @@ class PlanServerlessResult:
     assumptions: dict[str, str]
     validation: Validation
     arrival_process: str = ""
-    #: the predicted cold start's validated error (:func:`_coldstart_validation`)
+    #: the predicted cold start's validated error (:func:`_coldstart_validation`; None when
+    #: every model's cold start was measured)
     cold_start_validation: Validation | None = None
+    #: each model whose cold start a stored run measured: that run's provenance
+    cold_start_measured: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     models: tuple[GpuFunction, ...] = ()
     #: what a candidate's instance serves (``app`` or ``function``), how many of them, and the
@@ -1218,6 +1236,7 @@ class PlanServerlessResult:
             "cold_start_validation": None
             if self.cold_start_validation is None
             else self.cold_start_validation.to_dict(),
+            "cold_start_measured": dict(self.cold_start_measured),
             "gpu": self.gpu,
             "defaults": list(self.defaults),
             "arrival_process": self.arrival_process,
@@ -1338,6 +1357,7 @@ def plan_serverless(
         assumptions=assumptions,
         validation=_keepalive_validation(load),
         cold_start_validation=_coldstart_validation(load),
+        cold_start_measured=_coldstart_measured(load),
         arrival_process=load.trace.arrival_process,
         warnings=load.warnings + always_on_warnings,
         models=load.functions,

@@ -367,6 +367,8 @@ class GpuFunction:
     cold_start: ColdStartPrediction | None = None
     #: the stored ``measure coldstart`` run whose phases it uses, if any
     coldstart_run: int | None = None
+    #: that run's provenance (:meth:`~gpucast.inputs.coldstart.StoredColdStart.source`)
+    coldstart_source: str | None = None
     #: the GPUs one instance holds (a language model split over several: all of them are
     #: loaded, billed and kept warm together; ``memory_gib`` is theirs together)
     gpus: int = 1
@@ -553,6 +555,7 @@ def gpu_function(
         f"({detail})",
         cold_start=cold,
         coldstart_run=None if measured is None else measured.run_id,
+        coldstart_source=None if measured is None else measured.source(),
         assumptions=assumed,
     )
 
