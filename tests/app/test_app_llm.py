@@ -833,3 +833,14 @@ def test_mfu_says_which_peak_it_divides_by() -> None:
               "--global-batch", "64", "--precision", "fp8", "--top", "0"],
     ).stdout  # fmt: skip
     assert f"MFU {best.mfu:.0%} of the fp8 peak," in text
+
+
+def test_a_plan_costing_under_a_dollar_shows_its_cents() -> None:
+    # QA 39 L #11: 100 tokens on 8 H100s (23.8 s) printed "$0" beside the $1 rows
+    plan = gpucast.plan_llm_train(
+        model="llama-2-7b", tokens=100, global_batch=64, gpus=("H100-SXM",), max_gpus=8
+    )
+    cheap = [c for c in plan.candidates if 0 < c.cost_usd < 0.995]
+    assert cheap
+    for c in cheap:
+        assert f", ${c.cost_usd:.2f}; " in c.text() and ", $0; " not in c.text()

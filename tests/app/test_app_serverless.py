@@ -659,3 +659,33 @@ def test_simulate_and_plan_serverless_name_the_cold_start_validation() -> None:
     for verb in (gpucast.simulate_serverless, gpucast.plan_serverless):
         said = verb(**kw).to_dict()["cold_start_validation"]
         assert said == predicted and said["model"] == "coldstart" and not said["validated"]
+
+
+def test_simulate_and_plan_serverless_take_instance_and_ebs_gbps() -> None:
+    # QA 39 S open: the unbounded-EBS assumption of simulate/plan serverless pointed at predict
+    # coldstart's --instance/--ebs-gbps, which these verbs lacked
+    kw = {"synthetic": 5, "minutes": 60, "models": ["mlp"], "gpu": "T4", "storage": "ebs-io2"}
+    predicted = gpucast.predict_coldstart(
+        workload="mlp", gpu="T4", storage="ebs-io2", instance="g4dn.xlarge"
+    ).to_dict()
+    for verb in (gpucast.simulate_serverless, gpucast.plan_serverless):
+        said = verb(**kw).to_dict()["assumptions"]["cold start instance-ebs"]
+        assert "--instance TYPE or --ebs-gbps N" in said and "predict coldstart" not in said
+        d = verb(**kw, instance="g4dn.xlarge").to_dict()
+        cold = d["models"][0]["cold_start"]
+        assert cold["bound_by"] == "instance-ebs"
+        assert cold["load_gb_per_s"] == pytest.approx(predicted["load_gb_per_s"])
+        assert "g4dn.xlarge's dedicated EBS" in d["assumptions"]["cold start instance-ebs"]
+        own = verb(**kw, ebs_gbps=1.0).to_dict()
+        assert own["models"][0]["cold_start"]["load_gb_per_s"] == pytest.approx(0.125)
+        assert "cold start instance-ebs" not in own["assumptions"]
+        for bad, field_name in (
+            ({"instance": "g5.xlarge"}, "instance"),  # an A10G instance, not a T4
+            ({"instance": "g9.huge"}, "instance"),
+            ({"instance": "g4dn.xlarge", "ebs_gbps": 3.0}, "ebs-gbps"),
+            ({"ebs_gbps": float("nan")}, "ebs-gbps"),
+            ({"ebs_gbps": 3.0, "storage": "s3"}, "ebs-gbps"),
+        ):
+            with pytest.raises(InvalidSpecError) as err:
+                verb(**{**kw, **bad})
+            assert err.value.field == field_name, err.value

@@ -205,3 +205,23 @@ def test_both_verbs_bill_alike_and_say_how() -> None:
     assert default["instance_gpu_hours"] > default["execution_gpu_hours"]
     with pytest.raises(InvalidSpecError, match="billing"):
         gpucast.simulate_serverless(synthetic=5, billing="monthly")
+
+
+def test_a_measured_cold_start_names_its_run_not_the_prediction_validation(
+    tmp_path: Path,
+) -> None:
+    # QA 39 S open: with --coldstart-run the result still named the predicted cold start's
+    # validated error; a measured one names its run, and a mixed load says both
+    trace = _trace(tmp_path)
+    run = _store()
+    for verb in (gpucast.simulate_serverless, gpucast.plan_serverless):
+        d = verb(trace=trace, coldstart_run=str(run), **KW).to_dict()
+        assert d["cold_start_validation"] is None
+        assert d["cold_start_measured"] == {"mlp": f"measured: run {run}, mlp on cuda:0 "
+                                            "(Tesla T4) of lab, 2026-01-01T00:00:00"}  # fmt: skip
+        mixed = verb(trace=trace, coldstart_run="latest", **{**KW, "models": ["mlp", "resnet18"]})
+        m = mixed.to_dict()
+        assert m["cold_start_validation"]["model"] == "coldstart"
+        assert list(m["cold_start_measured"]) == ["mlp"]
+        plain = verb(trace=trace, **KW).to_dict()
+        assert plain["cold_start_measured"] == {} and plain["cold_start_validation"] is not None

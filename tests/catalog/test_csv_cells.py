@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpucast.catalog._csv import parse_float, parse_int
+from gpucast.catalog._csv import named_rows, parse_float, parse_int, require_text
 from gpucast.domain.errors import DataFormatError
 
 WHERE = {"path": "t.csv", "line": 2, "column": "rows"}
@@ -15,8 +15,10 @@ def test_a_whole_number_below_its_minimum_reads_one_way_whatever_breaks_it(value
     """-5 said 'must be >= 0' and 0 'must be >= 1' for the one rule 'rows >= 1'."""
     with pytest.raises(DataFormatError) as info:
         parse_int(value, minimum=1, **WHERE)
+    # QA 39 G #8: and the fix, which it lacked
     assert str(info.value) == (
-        f"t.csv, line 2, column 'rows': must be a whole number >= 1, got {value!r}"
+        f"t.csv, line 2, column 'rows': must be a whole number >= 1, got {value!r}; write a "
+        "whole number >= 1 such as 8 in that cell"
     )
 
 
@@ -31,7 +33,8 @@ def test_whole_numbers_pass_and_other_text_says_what_it_is() -> None:
         parse_int("", minimum=1, **WHERE)
     # QA 37 G #11: an empty graph-stats feature_dim said "value is required" and no fix
     assert str(empty.value) == (
-        "t.csv, line 2, column 'rows': value is required; give a whole number >= 1"
+        "t.csv, line 2, column 'rows': value is required; write a whole number >= 1 such as 8 "
+        "in that cell"
     )
 
 
@@ -42,3 +45,22 @@ def test_parse_float_keeps_its_sign_rule() -> None:
     with pytest.raises(DataFormatError, match=r"must be >= 0, got '-1'"):
         parse_float("-1", positive=False, **WHERE)
     assert parse_float("", optional=True, **WHERE) is None
+
+
+def test_every_shared_cell_error_says_what_to_write() -> None:
+    """QA 39 G #8: the shared cell errors had no fix (one place gives it: ``bad_cell``)."""
+    cases = [
+        (lambda: parse_float("0", **WHERE), "write a number > 0 such as 2.5 in that cell"),
+        (lambda: parse_float("-1", positive=False, **WHERE), "write a number >= 0 such as 2.5"),
+        (lambda: parse_float("", **WHERE), "write a number > 0 such as 2.5"),
+        (lambda: parse_float("nan", **WHERE), "write a number > 0"),
+        (lambda: parse_int("x", **WHERE), "write a whole number >= 0 such as 8"),
+        (lambda: require_text("", **WHERE), "write its value in that cell"),
+        (lambda: list(named_rows("name\na\na\n", "t.csv", ["name"])), "rename or merge"),
+        (lambda: list(named_rows("name\n", "t.csv", ["name"])), "add one row under the header"),
+    ]
+    for call, fix in cases:
+        with pytest.raises(DataFormatError) as info:
+            call()
+        assert info.value.fix is not None and fix in info.value.fix, str(info.value)
+        assert "\n" not in str(info.value)

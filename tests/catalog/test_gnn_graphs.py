@@ -48,7 +48,7 @@ HEADER = "graph,kind,name,src,dst,count,feature_dim,source_url,as_of\n"
         ("g,node,a,,,10,0,u,2026-01-01\n", "line 2, column 'feature_dim'"),
         (
             "g,node,a,,,10,,u,2026-01-01\n",
-            "line 2, column 'feature_dim': value is required; give a whole number >= 1",
+            "line 2, column 'feature_dim': value is required; write a whole number >= 1 such as 8",
         ),
         ("g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,c,5,,u,2026-01-01\n", "line 3"),
         ("g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,,5,,u,2026-01-01\n", "column 'dst'"),

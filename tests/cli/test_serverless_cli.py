@@ -107,6 +107,25 @@ def test_predict_coldstart_instance_on_the_command_line() -> None:
         assert len(lines) == 1 and said in lines[0], lines
 
 
+def test_serverless_verbs_take_instance_and_ebs_gbps() -> None:
+    """simulate/plan serverless take predict coldstart's --instance / --ebs-gbps (QA 39 S):
+    the instance's EBS link binds io2 on a g4dn.xlarge; bad values are one line, exit 2."""
+    tail = ["--synthetic", "5", "--minutes", "60", "--models", "mlp", "--storage", "ebs-io2"]
+    for verb in (["simulate", "serverless"], ["plan", "serverless", "--slo", "p99<5s"]):
+        ok = runner.invoke(app, [*verb, *tail, "--instance", "g4dn.xlarge"])
+        assert ok.exit_code == 0, ok.output
+        assert "bound by instance-ebs" in ok.stdout, ok.stdout
+        for bad, said in (
+            (["--instance", "g9.huge"], "catalog/data/ebs_bandwidth.csv"),
+            (["--ebs-gbps", "0"], "ebs-gbps"),
+            (["--instance", "g4dn.xlarge", "--ebs-gbps", "3"], "give one of them"),
+        ):
+            result = runner.invoke(app, [*verb, *tail, *bad])
+            assert result.exit_code == 2, result.output
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and said in lines[0], lines
+
+
 def test_a_trace_without_invocations_says_so(tmp_path: Path) -> None:
     header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 11))
     (tmp_path / "invocations_per_function_md.anon.d01.csv").write_text(
@@ -428,6 +447,9 @@ def test_a_stored_cold_start_on_the_command_line(tmp_path: Path) -> None:
         text.stdout
     )
     assert "predicted: container" in text.stdout and "assumption cold start:" in text.stdout
+    # QA 39 S: the measured run's provenance, not the predicted cold start's validation
+    assert f"measured cold start of mlp: measured: run {run}, mlp on " in text.stdout
+    assert "validated cold start" not in text.stdout
     plan = runner.invoke(app, ["--db", db, "plan", "serverless", *load, "--coldstart-run",
                                "latest", "--json"])  # fmt: skip
     assert plan.exit_code == 0, plan.output

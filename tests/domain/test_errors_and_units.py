@@ -24,6 +24,7 @@ from gpucast.domain.units import (
     format_ratio,
     format_slo_latency,
     format_span,
+    format_usd,
     parse_duration_s,
 )
 from gpucast.domain.workload import WorkloadSpec
@@ -311,3 +312,11 @@ def test_a_workload_option_given_twice_is_refused(typed: list) -> None:
     assert str(info.value) == (
         "option: hidden is given twice (hidden=64, hidden=32); give it once, e.g. -o hidden=32"
     )
+
+
+def test_format_usd_gives_cents_below_a_dollar_and_whole_dollars_above() -> None:
+    # QA 39 L #11: a 23.8 s plan llm-train run read "$0"
+    assert [format_usd(v) for v in (0.0, 0.0041, 0.38, 0.996, 1.0, 1.5, 1234.4)] == [
+        "$0", "$0.0041", "$0.38", "$1", "$1", "$2", "$1,234"
+    ]  # fmt: skip
+    assert format_usd(float("nan")) == "n/a"

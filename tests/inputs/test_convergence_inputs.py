@@ -150,3 +150,19 @@ def test_a_table_for_another_model_says_so(target: str, workload: str, trained: 
     else:
         assert f"its seeds trained {trained}, not {workload}" in note.value
         assert "--target Nepochs@B" in (note.override or "")
+
+
+def test_a_critical_batch_below_one_sample_is_kept_printed_and_said() -> None:
+    # QA 39 Y #12: --critical-batch 1e-3 was accepted silently and printed as "B_noise 0";
+    # the law saturates there (each doubling of the batch doubles the samples), so it is kept
+    # and said; values where its arithmetic underflows are refused in one line
+    from gpucast.domain.convergence import check_critical_batch
+
+    curve, _, (note,) = _curve("1e8samples@256", critical_batch=1e-3)
+    assert curve.samples([512.0])[0] / curve.samples([256.0])[0] == pytest.approx(2.0, rel=1e-4)
+    assert "B_noise 0.00100: given; below one sample" in note.value
+    assert "below one sample" not in _curve("1e8samples@256", critical_batch=2.0)[2][0].value
+    check_critical_batch(1e-3)
+    for bad in (0.0, -5.0, float("nan"), float("inf"), 1e-320):
+        with pytest.raises(InvalidSpecError, match=r"^critical-batch: must be a finite number >="):
+            check_critical_batch(bad)

@@ -74,3 +74,12 @@ def test_ps_plans_are_not_priced() -> None:
         pytest.skip("no PS plan in the test catalog")
     assert plan.learner_choice == ()
     assert "data-parallel plans of one GPU type" in plan.learners_why
+
+
+def test_the_critical_batch_below_one_sample_is_printed_not_rounded_to_zero() -> None:
+    # QA 39 Y #12: "at critical batch 0" for a B_noise of 0.001
+    from gpucast.domain.convergence import noise_batch_text
+
+    assert [noise_batch_text(v) for v in (0.001, 0.5, 1.0, 32768.0)] == [
+        "0.00100", "0.500", "1", "32,768"
+    ]  # fmt: skip

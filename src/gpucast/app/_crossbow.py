@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpucast.domain.convergence import BELOW_ONE_SAMPLE, noise_batch_text
 from gpucast.domain.errors import InvalidSpecError
 
 if TYPE_CHECKING:
@@ -56,9 +57,9 @@ def crossbow_estimate(
     said = Assumption(
         name="crossbow",
         value=f"{k} learners on CUDA streams (SMs and bandwidth shared), model averaging "
-        f"every iteration; statistical efficiency from B_noise {noise:,.0f} "
+        f"every iteration; statistical efficiency from B_noise {noise_batch_text(noise)} "
         "(range: SMA keeps each learner's small-batch efficiency .. progresses like one "
-        f"batch of {k * b:,})",
+        f"batch of {k * b:,})" + (f"; B_noise is {BELOW_ONE_SAMPLE}" if noise < 1 else ""),
         source=source,
         override="--critical-batch (gpucast measure train --noise-scale measures it)",
     )

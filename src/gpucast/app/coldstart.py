@@ -31,6 +31,7 @@ from gpucast.domain.gpu_memory import usable_gib, usable_text
 from gpucast.domain.options import option
 from gpucast.domain.units import GIB
 from gpucast.domain.workload import WorkloadOptions, workload_options_field
+from gpucast.inputs.instance_ebs import check_gbps, check_instance_options
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
 LOCAL_STORAGE = "local"
 #: the default storage class on a catalog --gpu
 GPU_STORAGE = "local-nvme"
-#: ceiling of --network-gbps and --ebs-gbps (Gbit/s): far above any instance's links
-MAX_NETWORK_GBPS = 100_000.0
 
 
 #: the largest first-inference batch (a cold start serves a request, not a training batch)
@@ -62,17 +61,6 @@ def _check_batch(batch_size: int) -> None:
             f"must be an integer in [1, {MAX_BATCH}]",
             got=batch_size,
             fix="e.g. --batch-size 1",
-        )
-
-
-def _check_gbps(name: str, value: float | None, example: str) -> None:
-    """A link's bandwidth flag (Gbit/s): None or in (0, :data:`MAX_NETWORK_GBPS`]."""
-    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_NETWORK_GBPS):
-        raise InvalidSpecError(
-            name,
-            f"must be in (0, {MAX_NETWORK_GBPS:g}] Gbit/s",
-            got=value,
-            fix=f"e.g. --{name} {example}",
         )
 
 
@@ -238,17 +226,8 @@ class PredictColdstartRequest:
                 "tp", "splits a language model over GPUs of --gpu", got=self.tp,
                 fix="add --gpu, e.g. --gpu H100-SXM, or drop --tp",
             )  # fmt: skip
-        _check_gbps("network-gbps", self.network_gbps, "25")
-        _check_gbps("ebs-gbps", self.ebs_gbps, "16")
-        if self.instance is not None and self.ebs_gbps is not None:
-            raise InvalidSpecError(
-                "ebs-gbps", "replaces --instance's EBS bandwidth: give one of them",
-                got=self.ebs_gbps, fix=f"drop --ebs-gbps to use {self.instance}'s, or --instance",
-            )  # fmt: skip
-        if self.instance is not None and not self.instance.strip():
-            raise InvalidSpecError(
-                "instance", "must not be empty", fix="e.g. --instance g5.12xlarge"
-            )
+        check_gbps("network-gbps", self.network_gbps, "25")
+        check_instance_options(self.instance, self.ebs_gbps)
         _check_seconds("container-s", self.container_s)
         _check_seconds("cuda-context-s", self.cuda_context_s)
         if self.storage is not None and not self.storage.strip():
@@ -289,6 +268,7 @@ def predict_coldstart(
     request = resolve(PredictColdstartRequest, request, options)
     from gpucast.catalog import load_catalog
     from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.inputs.instance_ebs import check_instance, instance_links
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import predict_cold_start
 
@@ -303,16 +283,16 @@ def predict_coldstart(
             "local (this machine's disk) only prices this machine's CPU",
             fix="leave --gpu out, or use a storage class such as local-nvme",
         )
-    if request.instance is not None:
-        from gpucast.catalog.ebs import instance_ebs
-        from gpucast.inputs.instance_ebs import check_instance_gpu
-
-        instance_ebs(request.instance)  # an unknown type fails before any work
-        check_instance_gpu(request.instance, gpu, load_catalog())
-    instance_links = _instance_links(request, storage)  # so does an --ebs-gbps off EBS
+    check_instance(request.instance, gpu, load_catalog())
+    crossed = instance_links(
+        storage,
+        instance=request.instance,
+        ebs_gbps=request.ebs_gbps,
+        network_gbps=request.network_gbps,
+    )  # so does an --ebs-gbps off EBS
     llm = _catalog_llm(request.workload)
     if llm is not None:
-        return _predict_llm(request, llm, gpu, storage, instance_links)
+        return _predict_llm(request, llm, gpu, storage, crossed)
     if request.tp is not None and request.tp > 1:
         raise InvalidSpecError(
             "tp", f"splits a language model of llm_models.csv; {request.workload} loads on "
@@ -349,7 +329,7 @@ def predict_coldstart(
         fact = facts.get("storage", storage)
         links[storage] = fact.value
         sources["storage"] = fact.source()
-    more_links, more_sources, instance_assumptions = instance_links
+    more_links, more_sources, instance_assumptions = crossed
     links.update(more_links)
     sources.update(more_sources)
     assumptions = dict(instance_assumptions)
@@ -401,22 +381,6 @@ def predict_coldstart(
     )
 
 
-def _instance_links(
-    request: PredictColdstartRequest, storage: str
-) -> tuple[dict[str, float | None], dict[str, str], dict[str, str]]:
-    """(links, sources, assumptions) of the instance between ``storage`` and the host: its
-    EBS link (:func:`gpucast.inputs.instance_ebs.ebs_link`) and ``--network-gbps``."""
-    from gpucast.inputs.instance_ebs import ebs_link, network_link
-
-    links, sources, assumptions = ebs_link(
-        storage, instance=request.instance, ebs_gbps=request.ebs_gbps
-    )
-    links.update(network_link(storage, request.network_gbps))
-    if request.network_gbps is not None:
-        sources["network"] = f"--network-gbps {request.network_gbps:g}"
-    return links, sources, assumptions
-
-
 def _validation(device: str, storage: str) -> Validation:
     """The validated error of this cold start: the CPU check read its weights from this
     machine's disk (``--storage local``), so a CPU prediction through a catalog storage class
@@ -459,7 +423,8 @@ def _predict_llm(
 ) -> PredictColdstartResult:
     """A language model's cold start on one catalog GPU: its weights at the serving engine's
     default precision through ``--storage``, the instance's links (``instance_links``:
-    :func:`_instance_links`) and PCIe (:func:`gpucast.inputs.serverless.llm_cold_start`)."""
+    :func:`gpucast.inputs.instance_ebs.instance_links`) and PCIe
+    (:func:`gpucast.inputs.serverless.llm_cold_start`)."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.serverless import llm_cold_start

@@ -85,7 +85,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
-from gpucast.domain.units import count_of, format_duration
+from gpucast.domain.units import count_of, format_duration, format_usd
 from gpucast.domain.variability import gpu_variability_option
 
 if TYPE_CHECKING:
@@ -360,7 +360,7 @@ class PlanLlmTrainResult:
                 "  at the slow edge the pick misses the deadline or the budget; the cheapest "
                 f"row that holds there: {self.safe} {s.where()}): {format_duration(s.time_s)} "
                 f"({format_duration(s.time_low_s)} - {format_duration(s.time_high_s)}), "
-                f"${s.cost_usd:,.0f}"
+                f"{format_usd(s.cost_usd)}"
             )
         return lines + [f"  dropped: {why}" for why in self.infeasible]
 

@@ -48,6 +48,7 @@ from gpucast.domain.limits import (
 )
 from gpucast.domain.options import default_mark, defaults_used, lower_text, option, split_list
 from gpucast.domain.units import format_duration, format_slo_latency
+from gpucast.inputs.instance_ebs import check_gbps, check_instance_options
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -203,6 +204,19 @@ class ServerlessLoad:
     network_gbps: float | None = option(
         None, help="Instance network (Gbit/s) the weights cross (remote storage).", example="25"
     )
+    instance: str | None = option(
+        None,
+        help="AWS instance type the functions run on (catalog/data/ebs_bandwidth.csv): weights "
+        "from an EBS --storage also cross its dedicated EBS bandwidth (its maximum; said), as "
+        "predict coldstart --instance.",
+        example="g4dn.xlarge",
+    )
+    ebs_gbps: float | None = option(
+        None,
+        help="The instance's EBS bandwidth (Gbit/s) weights from an EBS --storage cross, your "
+        "own figure (instead of --instance's).",
+        example="16",
+    )
     price: float | None = option(
         None,
         help="GPU price, US$/h (default: the cheapest on-demand offer of the GPU, per GPU).",
@@ -312,12 +326,8 @@ class ServerlessLoad:
                     "--synthetic, not a rate", got=m, fix=f"e.g. --models {head}",
                 )  # fmt: skip
         check_seed(self.seed)
-        if self.network_gbps is not None and not (
-            math.isfinite(self.network_gbps) and 0 < self.network_gbps <= 100_000
-        ):
-            raise InvalidSpecError(
-                "network-gbps", "must be in (0, 100000] Gbit/s", got=self.network_gbps
-            )
+        check_gbps("network-gbps", self.network_gbps, "25")
+        check_instance_options(self.instance, self.ebs_gbps)
         check_price(self.price)
         if self.durations not in ("model", "trace"):
             raise InvalidSpecError(
@@ -396,8 +406,11 @@ class SimulateServerlessResult:
     #: the keep-alive simulator's validated error (:func:`_keepalive_validation`), as
     #: ``plan serverless`` names it (None: not given, the API's older callers)
     validation: Validation | None = None
-    #: the predicted cold start's validated error (:func:`_coldstart_validation`)
+    #: the predicted cold start's validated error (:func:`_coldstart_validation`; None when
+    #: every model's cold start was measured)
     cold_start_validation: Validation | None = None
+    #: each model whose cold start a stored run measured: that run's provenance
+    cold_start_measured: dict[str, str] = field(default_factory=dict)
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -456,6 +469,7 @@ class SimulateServerlessResult:
             "cold_start_validation": None
             if self.cold_start_validation is None
             else self.cold_start_validation.to_dict(),
+            "cold_start_measured": dict(self.cold_start_measured),
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
             "assumptions": dict(self.assumptions),
@@ -615,7 +629,8 @@ def _llm_functions(
         model = request.models[i % len(request.models)]
         f, service, notes = llm_gpu_function(
             model, gpu, storage=storage, network_gbps=request.network_gbps,
-            input_tokens=inp, output_tokens=out, container_s=request.container_s,
+            instance=request.instance, ebs_gbps=request.ebs_gbps, input_tokens=inp,
+            output_tokens=out, container_s=request.container_s,
             cuda_context_s=request.cuda_context_s,
         )  # fmt: skip
         served = ~np.isnan(service)
@@ -632,12 +647,15 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
 
     from gpucast.catalog import load_catalog
     from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.inputs.instance_ebs import check_instance
     from gpucast.inputs.llm_serving import is_llm_model
     from gpucast.inputs.serverless import gpu_function, synthetic_trace, trace_from_path
 
-    gpu = load_catalog().gpu(request.gpu or DEFAULT_GPU)
+    catalog = load_catalog()
+    gpu = catalog.gpu(request.gpu or DEFAULT_GPU)
     storage = request.storage.strip().lower()
     load_coldstart_facts().get("storage", storage)
+    check_instance(request.instance, gpu, catalog)
     price, price_source = _price(gpu.name, request.price, request.offers_file)
     if request.trace is not None:
         trace = trace_from_path(request.trace, request.day or 1)
@@ -681,6 +699,8 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
             gpu,
             storage=storage,
             network_gbps=request.network_gbps,
+            instance=request.instance,
+            ebs_gbps=request.ebs_gbps,
             container_s=request.container_s,
             cuda_context_s=request.cuda_context_s,
             measured=measured.get(m),
@@ -1029,18 +1049,29 @@ def simulate_serverless(
         slo=None if request.slo is None else _slo_standing(request.slo, result, load),
         validation=_keepalive_validation(load),
         cold_start_validation=_coldstart_validation(load),
+        cold_start_measured=_coldstart_measured(load),
     )
 
 
-def _coldstart_validation(load: _Load) -> Validation:
+def _coldstart_validation(load: _Load) -> Validation | None:
     """The validated error of the models' predicted cold start on ``load``'s GPU, as predict
-    coldstart names it (a language model at fp16 on its instance's GPUs, a DNN at fp32)."""
+    coldstart names it (a language model at fp16 on its instance's GPUs, a DNN at fp32); None
+    where every model's cold start was measured (``--coldstart-run``: QA 39 S, the line then
+    described a prediction nobody made; :func:`_coldstart_measured` says what was measured)."""
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.llm_serving import is_llm_model
 
+    if all(f.coldstart_source is not None for f in load.functions):
+        return None
     llm = is_llm_model(load.functions[0].model)
     gpus = max(f.gpus for f in load.functions)
     return validation_for("coldstart", [load.gpu.name], "fp16" if llm else "fp32", gpus)
+
+
+def _coldstart_measured(load: _Load) -> dict[str, str]:
+    """Each model whose cold start a stored run measured (``--coldstart-run``): the run's
+    provenance, in place of the predicted cold start's validation."""
+    return {f.model: f.coldstart_source for f in load.functions if f.coldstart_source}
 
 
 def _keepalive_validation(load: _Load) -> Validation:
@@ -1180,8 +1211,11 @@ class PlanServerlessResult:
     assumptions: dict[str, str]
     validation: Validation
     arrival_process: str = ""
-    #: the predicted cold start's validated error (:func:`_coldstart_validation`)
+    #: the predicted cold start's validated error (:func:`_coldstart_validation`; None when
+    #: every model's cold start was measured)
     cold_start_validation: Validation | None = None
+    #: each model whose cold start a stored run measured: that run's provenance
+    cold_start_measured: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     models: tuple[GpuFunction, ...] = ()
     #: what a candidate's instance serves (``app`` or ``function``), how many of them, and the
@@ -1202,6 +1236,7 @@ class PlanServerlessResult:
             "cold_start_validation": None
             if self.cold_start_validation is None
             else self.cold_start_validation.to_dict(),
+            "cold_start_measured": dict(self.cold_start_measured),
             "gpu": self.gpu,
             "defaults": list(self.defaults),
             "arrival_process": self.arrival_process,
@@ -1322,6 +1357,7 @@ def plan_serverless(
         assumptions=assumptions,
         validation=_keepalive_validation(load),
         cold_start_validation=_coldstart_validation(load),
+        cold_start_measured=_coldstart_measured(load),
         arrival_process=load.trace.arrival_process,
         warnings=load.warnings + always_on_warnings,
         models=load.functions,

@@ -14,6 +14,24 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.store.files import check_header
 
 
+def bad_cell(path: str, problem: str, *, line: int, column: str, want: str) -> DataFormatError:
+    """The one shape of a bad cell's error: where (file, line, column), what is wrong, and
+    the fix, what to write there (``want``: "a number > 0 such as 2.5")."""
+    return DataFormatError(
+        path, problem, line=line, column=column, fix=f"write {want} in that cell"
+    )
+
+
+def _number_wanted(positive: bool | None) -> str:
+    """What a number cell wants: > 0, >= 0 or any sign (None)."""
+    sign = {True: " > 0", False: " >= 0", None: ""}[positive]
+    return f"a number{sign} such as 2.5"
+
+
+def _whole_wanted(minimum: int) -> str:
+    return f"a whole number >= {minimum} such as {max(minimum, 8)}"
+
+
 def read_rows(
     text: str, path: str, required: Sequence[str]
 ) -> Iterator[tuple[int, dict[str, str]]]:
@@ -62,11 +80,13 @@ def named_rows(
         name = require_text(row["name"], path=path, line=line, column="name")
         name = name.lower() if lower else name
         if name in seen:
-            raise DataFormatError(path, f"name {name!r} appears twice", line=line)
+            raise DataFormatError(
+                path, f"name {name!r} appears twice", line=line, fix="rename or merge the rows"
+            )
         seen.add(name)
         yield line, row, name
     if not seen:
-        raise DataFormatError(path, "has no rows")
+        raise DataFormatError(path, "has no rows", fix="add one row under the header")
 
 
 def provenance(row: Mapping[str, str], *, path: str, line: int) -> str:
@@ -99,29 +119,36 @@ def parse_float(
     positive: bool = True,
 ) -> float | None:
     """A finite number (> 0 when ``positive``); empty gives ``None`` only when ``optional``."""
+    want = _number_wanted(positive)
     if value == "":
         if optional:
             return None
-        raise DataFormatError(path, "value is required", line=line, column=column)
-    number = _finite(value, path=path, line=line, column=column)
+        raise bad_cell(path, "value is required", line=line, column=column, want=want)
+    number = _finite(value, path=path, line=line, column=column, want=want)
     if number < 0 or (positive and number == 0):
-        raise DataFormatError(
+        raise bad_cell(
             path,
             f"must be {'> 0' if positive else '>= 0'}, got {value!r}",
             line=line,
             column=column,
+            want=want,
         )
     return number
 
 
-def _finite(value: str, *, path: str, line: int, column: str) -> float:
-    """``value`` as a finite number, of any sign (each caller checks its own range)."""
+def _finite(
+    value: str, *, path: str, line: int, column: str, want: str = _number_wanted(None)
+) -> float:
+    """``value`` as a finite number, of any sign (each caller checks its own range and says
+    what it wants in ``want``)."""
     try:
         number = float(value)
     except ValueError:
-        raise DataFormatError(path, f"not a number: {value!r}", line=line, column=column) from None
+        raise bad_cell(
+            path, f"not a number: {value!r}", line=line, column=column, want=want
+        ) from None
     if not math.isfinite(number):
-        raise DataFormatError(path, f"not a finite number: {value!r}", line=line, column=column)
+        raise bad_cell(path, f"not a finite number: {value!r}", line=line, column=column, want=want)
     return number
 
 
@@ -134,16 +161,15 @@ def require_float(value: str, *, path: str, line: int, column: str, positive: bo
 def parse_int(value: str, *, path: str, line: int, column: str, minimum: int = 0) -> int:
     """A whole number >= ``minimum`` (``"8.0"`` is accepted as 8); one message for the one
     constraint, whatever breaks it (-5, 0 or 2.5 where the minimum is 1)."""
+    want = _whole_wanted(minimum)
     if value == "":
-        raise DataFormatError(
-            path, "value is required", line=line, column=column,
-            fix=f"give a whole number >= {minimum}",
-        )  # fmt: skip
-    number = _finite(value, path=path, line=line, column=column)
+        raise bad_cell(path, "value is required", line=line, column=column, want=want)
+    number = _finite(value, path=path, line=line, column=column, want=want)
     if number != int(number) or number < minimum:
-        raise DataFormatError(
-            path, f"must be a whole number >= {minimum}, got {value!r}", line=line, column=column
-        )
+        raise bad_cell(
+            path, f"must be a whole number >= {minimum}, got {value!r}", line=line,
+            column=column, want=want,
+        )  # fmt: skip
     return int(number)
 
 
@@ -170,7 +196,7 @@ def parse_bool(value: str, *, path: str, line: int, column: str) -> bool:
 
 def require_text(value: str, *, path: str, line: int, column: str) -> str:
     if not value:
-        raise DataFormatError(path, "value is required", line=line, column=column)
+        raise bad_cell(path, "value is required", line=line, column=column, want="its value")
     return value
 
 

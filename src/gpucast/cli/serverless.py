@@ -68,16 +68,22 @@ def simulate_command(
         _say(line)
     if d["invocations"] == 0:
         return
-    _validated(result.validation, result.cold_start_validation)
+    _validated(result.validation, result.cold_start_validation, d["cold_start_measured"])
     _footer(d)
 
 
-def _validated(validation: Validation | None, cold_start: Validation | None) -> None:
-    """The keep-alive simulator's and the cold start's validated errors (both verbs)."""
+def _validated(
+    validation: Validation | None, cold_start: Validation | None, measured: dict[str, str]
+) -> None:
+    """The keep-alive simulator's and the predicted cold start's validated errors, and the
+    provenance of each measured cold start (``--coldstart-run``; both verbs)."""
     if validation is not None:
         _say(f"  validated: {validation.text()}")
     if cold_start is not None:
-        _say(f"  validated cold start: {cold_start.text()}")
+        which = " (the predicted models')" if measured else ""
+        _say(f"  validated cold start{which}: {cold_start.text()}")
+    for model, source in measured.items():
+        _say(f"  measured cold start of {model}: {source}")
 
 
 def _share(share: float, limit: float) -> str:
@@ -136,7 +142,7 @@ def plan_command(
     console.print(_plan_table(d, slo_quantile(d)), highlight=False)
     for line in plan_note_lines(d):
         _say(line)
-    _validated(result.validation, result.cold_start_validation)
+    _validated(result.validation, result.cold_start_validation, d["cold_start_measured"])
     _footer(d)
 
 

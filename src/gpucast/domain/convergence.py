@@ -37,6 +37,7 @@ from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError, UnknownNameError, close_matches
 from gpucast.domain.options import option
+from gpucast.domain.units import format_sig
 
 ConvergenceUnit = Literal["epochs", "samples", "tokens"]
 CONVERGENCE_UNITS: tuple[str, ...] = get_args(ConvergenceUnit)
@@ -61,14 +62,34 @@ def critical_batch_option(use: str) -> Any:
     )
 
 
+def noise_batch_text(value: float) -> str:
+    """B_noise (samples) as the verbs print it: whole samples from 1 on (``8,192``), three
+    significant figures below (``0.00100``: ``,.0f`` read ``0``, QA 39 Y #12)."""
+    return f"{value:,.0f}" if value >= 1 else format_sig(value, 3)
+
+
+#: the smallest --critical-batch (samples): the law's arithmetic holds down to it
+MIN_CRITICAL_BATCH = 1e-9
+#: said beside a B_noise below one sample (given or measured): the law holds, it is saturated
+BELOW_ONE_SAMPLE = (
+    "below one sample, so every batch is past it: each doubling of the batch doubles the "
+    "samples to target, as at any B_noise much smaller than the batch (the law's limit)"
+)
+
+
 def check_critical_batch(value: float | None) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidSpecError("critical-batch", "must be a number", got=value)
-    if not (math.isfinite(value) and value > 0):
+    # one below a sample is kept (a measured noise scale can be), and said where it is used
+    # (:data:`BELOW_ONE_SAMPLE`): the law saturates there, it does not break; below
+    # MIN_CRITICAL_BATCH its arithmetic underflows (1e-320 gave "convergence.min_samples: must
+    # be > 0") while the efficiency it gives is the same as at 0.001
+    if not (math.isfinite(value) and value >= MIN_CRITICAL_BATCH):
         raise InvalidSpecError(
-            "critical-batch", "must be a finite number > 0 (samples)", got=value,
+            "critical-batch", f"must be a finite number >= {MIN_CRITICAL_BATCH:g} (samples; "
+            "every B_noise far below the batch gives the same efficiency)", got=value,
             fix="e.g. --critical-batch 8192",
         )  # fmt: skip
 

@@ -196,6 +196,19 @@ def _small_decimals(value: float, decimals: int) -> int:
     return 1 - math.floor(math.log10(abs(value)))
 
 
+def format_usd(value: float) -> str:
+    """A plan's cost: whole dollars from $1 (``$1,234``), cents below (``$0.38``: a run of
+    seconds was ``$0``, QA 39 L #11), two significant digits under a cent (``$0.0041``),
+    ``$0`` for nothing (no price), ``n/a`` when not finite."""
+    if not math.isfinite(value):
+        return "n/a"
+    if value == 0 or abs(value) >= 0.995:  # $0.996 rounds to $1.00: say $1
+        return f"${value:,.0f}"
+    if abs(value) < 0.005:
+        return f"${value:.2g}"
+    return f"${value:.2f}"
+
+
 def format_sig(value: float, digits: int = 3, *, max_decimals: int = 6) -> str:
     """``value`` with ``digits`` significant digits in fixed point, thousands separated, never
     in scientific notation: ``24.3``, ``3.36``, ``0.00853``, ``110,836``; at most

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.convergence import TargetSpec
+from gpucast.domain.convergence import BELOW_ONE_SAMPLE, TargetSpec, noise_batch_text
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.provenance import Assumption, Sourced
 from gpucast.inputs.data import data_path
@@ -290,12 +290,14 @@ def work_curve(
     curve = ConvergenceCurve.from_reference(
         samples_at_reference=samples, reference_batch=float(spec.batch), noise_batch=bn
     )
+    if bn < 1:
+        label += f"; {BELOW_ONE_SAMPLE}"
     what = f"{spec.amount:g} epochs" if spec.kind == "epochs" else f"{spec.amount:,.0f} samples"
     assumption = Assumption(
         name="statistical efficiency",
         value=f"{what} to target at global batch {spec.batch:,}, scaled to other global "
         f"batches by the gradient-noise-scale law E(B) = E0 (1 + B/B_noise) / (1 + "
-        f"{spec.batch:g}/B_noise) with B_noise {bn:,.0f}: {label}",
+        f"{spec.batch:g}/B_noise) with B_noise {noise_batch_text(bn)}: {label}",
         source=why,
         override="--target mlperf:NAME|zeus:NAME, --critical-batch, "
         "gpucast measure train --noise-scale",

@@ -16,6 +16,7 @@ starts a day, or other EBS traffic) and the flag that prices it (``--ebs-gbps``)
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from gpucast.domain.errors import InvalidSpecError
@@ -27,6 +28,55 @@ if TYPE_CHECKING:
 EBS_LINK = "instance-ebs"
 #: storage classes of ``coldstart.csv`` that are EBS volumes start with it
 EBS_PREFIX = "ebs-"
+#: ceiling of --network-gbps and --ebs-gbps (Gbit/s): far above any instance's links
+MAX_NETWORK_GBPS = 100_000.0
+
+
+def check_gbps(name: str, value: float | None, example: str) -> None:
+    """A link's bandwidth flag (Gbit/s): None or in (0, :data:`MAX_NETWORK_GBPS`]."""
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_NETWORK_GBPS):
+        raise InvalidSpecError(
+            name,
+            f"must be in (0, {MAX_NETWORK_GBPS:g}] Gbit/s",
+            got=value,
+            fix=f"e.g. --{name} {example}",
+        )
+
+
+def check_instance_options(instance: str | None, ebs_gbps: float | None) -> None:
+    """``--instance`` and ``--ebs-gbps`` as a request holds them (predict coldstart,
+    simulate/plan serverless): a bandwidth in range, not both, no empty instance type."""
+    check_gbps("ebs-gbps", ebs_gbps, "16")
+    if instance is not None and ebs_gbps is not None:
+        raise InvalidSpecError(
+            "ebs-gbps", "replaces --instance's EBS bandwidth: give one of them",
+            got=ebs_gbps, fix=f"drop --ebs-gbps to use {instance}'s, or --instance",
+        )  # fmt: skip
+    if instance is not None and not instance.strip():
+        raise InvalidSpecError("instance", "must not be empty", fix="e.g. --instance g5.12xlarge")
+
+
+def check_instance(instance: str | None, gpu: GpuSpec | None, catalog: Catalog) -> None:
+    """Before any work: an ``--instance`` type ``ebs_bandwidth.csv`` lists, carrying ``gpu``
+    (:func:`check_instance_gpu`)."""
+    from gpucast.catalog.ebs import instance_ebs
+
+    if instance is None:
+        return
+    instance_ebs(instance)  # an unknown type fails before any work
+    check_instance_gpu(instance, gpu, catalog)
+
+
+def instance_links(
+    storage: str, *, instance: str | None, ebs_gbps: float | None, network_gbps: float | None
+) -> tuple[dict[str, float | None], dict[str, str], dict[str, str]]:
+    """(links, sources, assumptions) of the instance between ``storage`` and the host: its
+    EBS link (:func:`ebs_link`) and the network (:func:`network_link`, ``--network-gbps``)."""
+    links, sources, assumptions = ebs_link(storage, instance=instance, ebs_gbps=ebs_gbps)
+    links.update(network_link(storage, network_gbps))
+    if network_gbps is not None:
+        sources["network"] = f"--network-gbps {network_gbps:g}"
+    return links, sources, assumptions
 
 
 def ebs_link(
@@ -85,8 +135,8 @@ def _unbounded_text(storage: str) -> str:
     return (
         f"not bounded: the weights read at --storage {storage}'s own rate, as if the "
         f"instance's dedicated EBS link were faster; its maximum is {low:,.0f}-{high:,.0f} "
-        f"Mbit/s over the {len(rows)} types of catalog/data/{EBS_PATH}; predict coldstart "
-        "--instance TYPE or --ebs-gbps N prices it"
+        f"Mbit/s over the {len(rows)} types of catalog/data/{EBS_PATH}; --instance TYPE or "
+        "--ebs-gbps N prices it"
     )
 
 

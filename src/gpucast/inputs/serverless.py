@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.units import count_of, format_duration, format_ms, format_span
-from gpucast.inputs.instance_ebs import EBS_LINK, ebs_link, network_link
+from gpucast.inputs.instance_ebs import EBS_LINK, instance_links
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
@@ -367,6 +367,8 @@ class GpuFunction:
     cold_start: ColdStartPrediction | None = None
     #: the stored ``measure coldstart`` run whose phases it uses, if any
     coldstart_run: int | None = None
+    #: that run's provenance (:meth:`~gpucast.inputs.coldstart.StoredColdStart.source`)
+    coldstart_source: str | None = None
     #: the GPUs one instance holds (a language model split over several: all of them are
     #: loaded, billed and kept warm together; ``memory_gib`` is theirs together)
     gpus: int = 1
@@ -492,13 +494,17 @@ def gpu_function(
     *,
     storage: str,
     network_gbps: float | None,
+    instance: str | None = None,
+    ebs_gbps: float | None = None,
     container_s: float | None = None,
     cuda_context_s: float | None = None,
     measured: StoredColdStart | None = None,
 ) -> GpuFunction:
     """The memory, forward time and cold start of ``model`` on ``gpu`` (module docstring):
-    ``container_s`` / ``cuda_context_s`` given outright win over the catalog's and over a
-    measured run's; ``measured`` (a stored run of ``model``) gives the phases it has."""
+    the weights cross the instance's links (``instance`` / ``ebs_gbps`` / ``network_gbps``:
+    :func:`~gpucast.inputs.instance_ebs.instance_links`); ``container_s`` / ``cuda_context_s``
+    given outright win over the catalog's and over a measured run's; ``measured`` (a stored
+    run of ``model``) gives the phases it has."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.inputs.serving import forward_pass_s
     from gpucast.inputs.workload import check_workload_name, workload_profile
@@ -506,7 +512,10 @@ def gpu_function(
 
     check_workload_name(model, field="models")
     fact = load_coldstart_facts().get("storage", storage)
-    links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
+    more, sources, crossed = instance_links(
+        storage, instance=instance, ebs_gbps=ebs_gbps, network_gbps=network_gbps
+    )
+    links: dict[str, float | None] = {storage: fact.value, **more}
     profile = workload_profile(model, "fp32", batch_size=1)
     memory_gib = fitting_memory_gib(model, profile, gpu)
     forward = forward_pass_s(model, gpu)
@@ -515,7 +524,7 @@ def gpu_function(
         profile.inference_flops,
         gpu,
         links=links,
-        sources={"storage": fact.source()},
+        sources={"storage": fact.source(), **sources},
         container_s=container_s,
         cuda_context_s=cuda_context_s,
         forward=forward,
@@ -525,7 +534,7 @@ def gpu_function(
         for phase, value in (("container", container_s), ("cuda_context", cuda_context_s))
         if value is not None
     )
-    assumed.update(ebs_link(storage, instance=None, ebs_gbps=None)[2])
+    assumed.update(crossed)
     if measured is not None:
         cold = with_measured(cold, measured.measurement, source=measured.source(), keep=given)
         for phase in cold.measured_phases:
@@ -546,6 +555,7 @@ def gpu_function(
         f"({detail})",
         cold_start=cold,
         coldstart_run=None if measured is None else measured.run_id,
+        coldstart_source=None if measured is None else measured.source(),
         assumptions=assumed,
     )
 
@@ -660,6 +670,8 @@ def llm_gpu_function(
     *,
     storage: str,
     network_gbps: float | None,
+    instance: str | None = None,
+    ebs_gbps: float | None = None,
     input_tokens: npt.NDArray[np.int64],
     output_tokens: npt.NDArray[np.int64],
     container_s: float | None = None,
@@ -732,12 +744,15 @@ def llm_gpu_function(
     service[~beyond] = served
     memory_gib = tp * one.memory.capacity_bytes / GIB
     fact = load_coldstart_facts().get("storage", storage)
-    links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
+    more, sources, _ = instance_links(
+        storage, instance=instance, ebs_gbps=ebs_gbps, network_gbps=network_gbps
+    )
+    links: dict[str, float | None] = {storage: fact.value, **more}
     cold, _ = llm_cold_start(
         spec,
         gpu,
         links=links,
-        sources={"storage": fact.source()},
+        sources={"storage": fact.source(), **sources},
         container_s=container_s,
         cuda_context_s=cuda_context_s,
         gpus=tp,

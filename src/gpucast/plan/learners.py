@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpucast.domain.convergence import noise_batch_text
 from gpucast.domain.plan import LearnerOption
 from gpucast.plan.space import DDP
 from gpucast.predict.crossbow import crossbow
@@ -64,8 +65,8 @@ def learner_choice(
     if gb < CONSIDER_FROM * noise:
         return (), (
             f"Crossbow not considered: global batch {gb:,.0f} is under {CONSIDER_FROM:.0%} of "
-            f"the critical batch {noise:,.0f} (smaller learners would save under 25% of "
-            "the samples)"
+            f"the critical batch {noise_batch_text(noise)} (smaller learners would save under "
+            "25% of the samples)"
         )
     if space.mixed[row] or space.strategy[row] != DDP or ev.offload[row] or ev.checkpointing[row]:
         return (), (
@@ -143,6 +144,6 @@ def learners_why(options: tuple[LearnerOption, ...], plan_time_s: float, noise: 
     return (
         f"Crossbow {best.learners} learners x {best.batch_per_learner} per GPU: "
         f"{best.samples_per_s:,.0f} samples/s, time to target x{best.time_s_low / plan_time_s:.2f}"
-        f"..x{best.time_s_high / plan_time_s:.2f} of this plan's at critical batch {noise:,.0f} "
-        f"({verdict})"
+        f"..x{best.time_s_high / plan_time_s:.2f} of this plan's at critical batch "
+        f"{noise_batch_text(noise)} ({verdict})"
     )

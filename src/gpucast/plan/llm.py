@@ -53,7 +53,7 @@ from gpucast.domain.parallel import (
     ParallelStepPrediction,
 )
 from gpucast.domain.plan import check_pue
-from gpucast.domain.units import format_amount, format_duration
+from gpucast.domain.units import format_amount, format_duration, format_usd
 from gpucast.plan.energy import OBJECTIVE_TIE, PowerSetting, no_figure_error
 from gpucast.plan.inputs import RiskInputs
 from gpucast.plan.pareto import pareto_front_2d, spread
@@ -180,7 +180,7 @@ class LlmCandidate:
             )
         return (
             f"{self.where()}, {self.network}{', spot' if self.market == 'spot' else ''}): "
-            f"{format_duration(self.time_s)}, ${self.cost_usd:,.0f}; {self.layout}; "
+            f"{format_duration(self.time_s)}, {format_usd(self.cost_usd)}; {self.layout}; "
             f"MFU {self.mfu:.0%}{' of the fp8 peak' if ' fp8 ' in f' {self.layout} ' else ''}, "
             f"{self.memory_gib:.0f} GiB/GPU"
             + ("" if self.energy_kwh is None else f", {format_amount(self.energy_kwh)} kWh")
@@ -716,7 +716,7 @@ def _missed_limits(
                 spot=np.array([fastest.market == "spot"]), startup_s=0.0, min_p_meet=min_p_meet,
             )[0]
         )  # fmt: skip
-        plan = named(fastest, f"${fastest.cost_usd:,.0f}")
+        plan = named(fastest, format_usd(fastest.cost_usd))
         fix = (
             deadline_fix(fastest.time_s, plan=plan, more=more)
             if need_s <= fastest.time_s  # its central time is all it needs (--min-p-meet <= 0.5)

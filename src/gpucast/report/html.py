@@ -18,6 +18,7 @@ from html import escape
 from typing import Any
 
 from gpucast._version import __version__
+from gpucast.domain.convergence import noise_batch_text
 from gpucast.domain.plan import PlanCandidate, TrainPlan
 from gpucast.domain.units import count_of, format_amount, format_duration
 from gpucast.report.svg import bar_svg, pareto_svg, series_svg
@@ -316,7 +317,7 @@ def plan_html(plan: TrainPlan) -> str:
     body.append(f'<table id="assumptions">{head}{rows}</table>')
     body.append(
         f"<p>Prices from the catalog snapshot {plan.catalog_snapshot.isoformat()}; critical batch "
-        f"{plan.critical_batch:,.0f} (reference batch {plan.reference_batch}).</p>"
+        f"{noise_batch_text(plan.critical_batch)} (reference batch {plan.reference_batch}).</p>"
     )
     body.append("<h2>Models: versions, training data and validation errors</h2>")
     body.append(

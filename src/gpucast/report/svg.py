@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from html import escape
 
 from gpucast.domain.plan import TrainPlan
+from gpucast.domain.units import format_usd
 
 WIDTH = 760
 HEIGHT = 440
@@ -121,7 +122,7 @@ def pareto_svg(plan: TrainPlan) -> str:
         colour = SPOT_COLOUR if c.market == "spot" else OD_COLOUR
         on_front = k in plan.pareto
         tip = escape(
-            f"#{k} {c.label()}: {t_h:.2f} h, ${cost:,.0f}"
+            f"#{k} {c.label()}: {t_h:.2f} h, {format_usd(cost)}"
             + ("" if c.p_meet_deadline is None else f", P(meet) {c.p_meet_deadline:.0%}")
         )
         fill = colour if on_front else "white"

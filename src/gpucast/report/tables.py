@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpucast.domain.convergence import noise_batch_text
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.plan import PlanCandidate, TrainPlan
 from gpucast.domain.units import count_of, format_amount
@@ -286,8 +287,8 @@ def print_plan(
     console.print(
         Text(
             f"catalog {plan.catalog_snapshot.isoformat()}; critical batch "
-            f"{plan.critical_batch:,.0f} (the statistical efficiency's B_noise; workload "
-            f"family {plan.workload_family}); * Pareto front, > pick",
+            f"{noise_batch_text(plan.critical_batch)} (the statistical efficiency's B_noise; "
+            f"workload family {plan.workload_family}); * Pareto front, > pick",
             style="dim",
         )
     )
