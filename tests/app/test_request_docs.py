@@ -26,3 +26,20 @@ def test_the_cli_flags_help_is_the_same_text() -> None:
     for f in fields_of(PredictTrainRequest):
         assert f.info.help in doc
         assert helps[f.name].replace("\\[", "[").startswith(f.info.help), f.name
+
+
+def test_a_field_with_a_default_factory_shows_its_value() -> None:
+    from dataclasses import dataclass, field
+
+    from gpucast.domain.options import documented, option
+
+    @documented
+    @dataclass(frozen=True, kw_only=True)
+    class Request:
+        """A request."""
+
+        gpus: tuple[str, ...] = field(
+            default_factory=lambda: ("T4",), metadata=option(help="the GPUs").metadata
+        )
+
+    assert "gpus (--gpus; default ('T4',)):" in (Request.__doc__ or "")

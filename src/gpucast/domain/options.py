@@ -126,8 +126,12 @@ def documented(cls: type[T]) -> type[T]:
         info = f.metadata.get(META_KEY)
         if info is None:
             continue
-        required = f.default is MISSING and f.default_factory is MISSING
-        default = "required" if required else f"default {f.default!r}"
+        if f.default is not MISSING:
+            default = f"default {f.default!r}"
+        elif f.default_factory is not MISSING:
+            default = f"default {f.default_factory()!r}"
+        else:
+            default = "required"
         flag = f"--{info.flag or f.name.replace('_', '-')}" if info.cli else "no flag"
         lines.append(f"    {f.name} ({flag}; {default}):")
         lines.append(f"        {info.help}")
