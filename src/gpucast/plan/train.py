@@ -78,7 +78,7 @@ from gpucast.plan.goodput import (
     efficiency_and_goodput,
 )
 from gpucast.plan.hetero import SPLIT_EQUAL, SPLIT_LABELS
-from gpucast.plan.infeasible import Limits, binding, needed_deadline_s
+from gpucast.plan.infeasible import Limits, binding, budget_flag, needed_deadline_s
 from gpucast.plan.inputs import (
     GpuPrecision,
     GpuTable,
@@ -1009,9 +1009,13 @@ def deadline_fix(fastest_s: float, *, plan: str = "", more: str = "raise --max-g
 
 def budget_fix(cheapest_usd: float, *, plan: str = "") -> str:
     """What a plan that no candidate meets the budget of says to do: the cost of the cheapest
-    candidate that meets the deadline (``plan``: which one it is)."""
+    candidate that meets the deadline (``plan``: which one it is), in cents, and a ``--budget``
+    rounded up from it (whole dollars named a figure below the cost, QA 39 F8 #1)."""
     named = f" ({plan})" if plan else ""
-    return f"the cheapest plan costs ${cheapest_usd:,.0f}{named}: raise --budget to at least that"
+    return (
+        f"the cheapest plan costs ${cheapest_usd:,.2f}{named}: raise --budget to at least "
+        f"{budget_flag(cheapest_usd)}"
+    )
 
 
 def binding_error(binds: tuple[str, str], counts: Mapping[str, int]) -> NoFeasiblePlanError:
