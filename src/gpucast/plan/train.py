@@ -1501,8 +1501,10 @@ def _candidate(
     # without a dataset size the work is samples (--steps, Nsamples@B): no epoch count exists
     size = res.work.dataset_size
     epochs = float(ev.samples_needed[i]) / size if size else None
+    offload_s = float(ev.offload_s[i])  # the host side's own key, not compute (QA 39 O #15)
     breakdown = {
-        "compute_s": float(ev.compute_s[i]),
+        "compute_s": float(ev.compute_s[i]) - offload_s,
+        "offload_s": offload_s,
         "communication_s": float(ev.comm_s[i]),
         "exposed_communication_s": float(ev.exposed_s[i]),
         "step_s": float(ev.step_s[i]),
