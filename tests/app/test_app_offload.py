@@ -44,6 +44,19 @@ def test_plan_offloads_the_optimizer_when_nothing_fits() -> None:
     assert "offload" in names
     d = plan.candidates[0].to_dict()
     assert d["memory_plan"] == "cpu-offload" and d["host_memory_bytes"] > 17 * GIB
+    _offload_has_its_own_key(d["breakdown_s"], d["step_time_s"])
+    # the report's breakdown bar shows it too, beside compute
+    from gpucast.report.html import plan_html
+
+    ms = plan.candidates[0].breakdown_s["offload_s"] * 1e3
+    assert f"offload {ms:.1f} ms, exposed communication" in plan_html(plan)
+
+
+def _offload_has_its_own_key(breakdown: dict[str, float], step_s: float) -> None:
+    # QA 39 O #15: the host side's time was under compute_s; its own key, the same step
+    assert breakdown["offload_s"] > breakdown["compute_s"] > 0
+    parts = ("compute_s", "offload_s", "exposed_communication_s")
+    assert sum(breakdown[k] for k in parts) == pytest.approx(step_s, rel=1e-9)
 
 
 def test_plan_offloads_the_parameters_when_even_weights_and_gradients_do_not_fit() -> None:
@@ -120,6 +133,8 @@ def test_local_nvme_takes_the_optimizer_state_when_host_memory_is_short(tmp_path
     assert fast.bottleneck == "cpu_offload"
     text = {a.name: a.value for a in slow.assumptions}["offload"]
     assert "NVMe at 3 GB/s" in text
+    _offload_has_its_own_key(dict(c.breakdown_s), c.step_time_s)
+    assert c.breakdown_s["offload_s"] > 16 * 1_611_000_000 / 3e9 - c.breakdown_s["compute_s"]
 
 
 def test_too_little_host_memory_even_with_nvme_names_the_smaller_need(tmp_path: Path) -> None:

@@ -49,6 +49,18 @@ def test_an_instance_of_a_model_split_over_two_gpus_bills_both(tmp_path: Path) -
     assert r.functions[0].memory_gib > 80.0
 
 
+def test_an_llm_function_says_what_its_cold_start_assumes(tmp_path: Path) -> None:
+    # QA 39 F8 #2: the LLM path dropped llm_cold_start's assumptions, which the DNN path carries
+    trace = _file(tmp_path, [(m * 60.0 + 5, 300, 40) for m in range(4)])
+    kw = {"trace": trace, "models": ["mistral-7b"], "gpu": "H100-SXM", "storage": "ebs-io2"}
+    for verb in (gpucast.simulate_serverless, gpucast.plan_serverless):
+        said = verb(**kw).to_dict()["assumptions"]
+        assert "set --container-s" in said["cold start container-start"]
+        assert "set --cuda-context-s" in said["cold start cuda-context"]
+        assert "parallel loaders" in said["cold start loader"]
+        assert "not bounded" in said["cold start instance-ebs"]
+
+
 def test_a_pool_too_small_for_an_instance_names_the_flag_and_the_need(tmp_path: Path) -> None:
     trace = _file(tmp_path, [(5.0, 300, 40)])
     kw = dict(trace=trace, models=["llama-3-70b"], gpu="H100-SXM")

@@ -181,7 +181,7 @@ def test_cli_text_and_json(onprem: Path, db: Path) -> None:
     ).data_parallel
     assert api is not None and dp == json.loads(json.dumps(api.to_dict()))
     assert set(dp["breakdown_s"]) == {
-        "compute_s", "allreduce_s", "exposed_allreduce_s", "hidden_allreduce_s"
+        "compute_s", "offload_s", "allreduce_s", "exposed_allreduce_s", "hidden_allreduce_s"
     }  # fmt: skip
 
 

@@ -320,3 +320,14 @@ def test_format_usd_gives_cents_below_a_dollar_and_whole_dollars_above() -> None
         "$0", "$0.0041", "$0.38", "$1", "$1", "$2", "$1,234"
     ]  # fmt: skip
     assert format_usd(float("nan")) == "n/a"
+
+
+def test_a_user_string_is_shown_as_typed_not_as_repr() -> None:
+    # QA 39 O #19: --metric 'x=\d+' read "(got 'x=\\d+')", the backslash doubled by repr
+    from gpucast.domain.errors import UnknownNameError, as_typed
+
+    said = str(InvalidSpecError("metric", "needs a capture group", got=r"x=\d+"))
+    assert said == r"metric: needs a capture group (got 'x=\d+')"
+    assert as_typed("it's") == '"it\'s"' and as_typed(3) == "3" and as_typed(None) == "None"
+    assert as_typed("a\tb") == r"'a\tb'"  # unprintable: repr's escape shows it
+    assert r"unknown GPU 'C:\gpus'" in str(UnknownNameError(r"C:\gpus", ["T4"], kind="GPU"))

@@ -15,7 +15,7 @@ from plan_factories import context, request
 from gpucast.domain.errors import NoFeasiblePlanError
 from gpucast.domain.units import parse_duration_s
 from gpucast.plan.infeasible import Limits, binding, deadline_flag, needed_deadline_s
-from gpucast.plan.train import plan_training
+from gpucast.plan.train import budget_fix, plan_training
 from gpucast.plan.uncertainty import p_meet_deadline
 
 # the synthetic catalog on demand: the cheapest plan ($0.32) takes 0.71 h, plans that meet
@@ -128,3 +128,11 @@ def test_deadline_flags_round_up_and_parse(seconds: float, flag: str) -> None:
     assert deadline_flag(seconds) == flag
     assert parse_duration_s(flag) >= seconds
     assert math.isfinite(parse_duration_s(flag))
+
+
+@pytest.mark.parametrize("cheapest_usd", [0.321, 9.994, 10.01, 8310.4, 1234567.2])
+def test_budget_fix_names_a_budget_no_lower_than_the_cheapest_cost(cheapest_usd: float) -> None:
+    # QA 39 F8 #1: "$8,310 ... raise --budget to at least that" for a plan of $8,310.40
+    text = budget_fix(cheapest_usd, plan="aws/r1 1x p5")
+    assert f"costs ${cheapest_usd:,.2f} (aws/r1 1x p5)" in text
+    assert _budget(text) >= cheapest_usd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import date
 
@@ -87,8 +88,17 @@ def test_no_row_in_time_is_plan_trains_error_naming_the_cheapest_of_the_fastest(
     assert f"${cheap.cost_usd:,.0f}): relax --deadline to at least" in said
     assert "gcp/" not in said
     # where the budget cuts more rows, the cheapest row in time and the budget it needs
-    with pytest.raises(NoFeasiblePlanError, match=r"'over budget' cut the most.*raise --budget"):
+    over_budget = r"'over budget' cut the most.*raise --budget"
+    with pytest.raises(NoFeasiblePlanError, match=over_budget) as over:
         _plan(offers, budget_usd=1.0)
+    # the budget it names is at least the cheapest cost, rounded up, and admits a plan (F8 #1)
+    cheapest = min(r.cost_usd for r in rows)
+    named = re.search(r"raise --budget to at least \$([\d,.]+)", str(over.value))
+    assert named, str(over.value)
+    assert f"costs ${cheapest:,.2f}" in str(over.value)
+    budget = float(named.group(1).replace(",", ""))
+    assert budget >= cheapest
+    assert _plan(offers, budget_usd=budget).candidates  # type: ignore[attr-defined]
 
 
 def test_a_gpu_type_can_carry_its_own_band() -> None:

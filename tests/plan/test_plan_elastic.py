@@ -69,3 +69,20 @@ def test_plan_train_elastic_prices_spot_candidates_without_waiting() -> None:
     said = {a.name: a.value for a in elastic.assumptions}
     assert "elastic" in said and "ready nodes" in said["elastic"]
     assert "elastic" not in {a.name for a in waiting.assumptions}
+
+
+def test_a_spot_row_s_interval_holds_its_mean_above_its_p90() -> None:
+    # QA 39 O #12: "4m [2m, 3m]": rare 10 h capacity gaps pull the Monte Carlo mean above its
+    # p90 and the step-time band; the interval now reaches the stated time
+    from gpucast.report.tables import mean_above_band
+
+    ctx = context(hazard_per_hour=0.5)
+    ctx = replace(ctx, risk=replace(ctx.risk, capacity_gap=lambda *_: 36_000.0))
+    plan = plan_training(request(epochs=0.2, deadline_s=None), ctx)
+    spot = [c for c in plan.candidates if c.market == "spot"]
+    assert spot
+    for c in spot:
+        assert c.time_p90_s is not None and c.time_upper_s >= c.time_p90_s
+        assert c.time_lower_s <= c.time_s <= c.time_upper_s
+    # the heavy tail is there, and the table's note still says so
+    assert any(mean_above_band(c) for c in spot)

@@ -40,6 +40,9 @@ class DataParallelStep:
     step_lower_s: float
     step_upper_s: float
     compute_s: float
+    #: the time the host side of an offload adds to the step (CPU Adam, PCIe, NVMe), not in
+    #: ``compute_s`` (0 without offload)
+    offload_s: float
     allreduce_s: float
     exposed_allreduce_s: float
     bottleneck: str
@@ -84,7 +87,9 @@ class DataParallelStep:
             f"data-parallel (DDP) on {self.gpus_text()}: batch {self.per_gpu_batch:,} per GPU, "
             f"{self.global_batch:,} global",
             f"  step {self.step_time_s * ms:.1f} ms [{self.step_lower_s * ms:.1f}, "
-            f"{self.step_upper_s * ms:.1f}] = compute {self.compute_s * ms:.1f} ms + exposed "
+            f"{self.step_upper_s * ms:.1f}] = compute {self.compute_s * ms:.1f} ms"
+            + (f" + offload {self.offload_s * ms:.1f} ms" if self.offload_s > 0 else "")
+            + " + exposed "
             f"all-reduce {self.exposed_allreduce_s * ms:.1f} ms (of {self.allreduce_s * ms:.1f}"
             f" ms, {hidden * ms:.1f} ms hidden under the backward pass); bound by "
             f"{self.bottleneck}",
@@ -124,6 +129,7 @@ class DataParallelStep:
             },
             "breakdown_s": {
                 "compute_s": self.compute_s,
+                "offload_s": self.offload_s,
                 "allreduce_s": self.allreduce_s,
                 "exposed_allreduce_s": self.exposed_allreduce_s,
                 "hidden_allreduce_s": self.allreduce_s - self.exposed_allreduce_s,
@@ -199,7 +205,8 @@ def data_parallel_on_cluster(
         step_time_s=step,
         step_lower_s=step * float(ev.train_ratio_lower[0]),
         step_upper_s=step * float(ev.train_ratio_upper[0]),
-        compute_s=float(ev.compute_s[0]),
+        compute_s=float(ev.compute_s[0] - ev.offload_s[0]),
+        offload_s=float(ev.offload_s[0]),
         allreduce_s=float(ev.comm_s[0]),
         exposed_allreduce_s=float(ev.exposed_s[0]),
         bottleneck=BOTTLENECKS[int(ev.bottleneck[0])],

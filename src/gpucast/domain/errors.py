@@ -42,11 +42,25 @@ class InvalidInputError(GpucastError):
     exit_code = 2
 
 
+def as_typed(value: object) -> str:
+    """``value`` quoted as an error shows it: a string as the user typed it (``'x=\\d+'``,
+    not repr's doubled backslash, QA 39 O #19), in double quotes where it holds a single
+    quote only; repr for other values and for strings with unprintable characters (a tab, a
+    newline), which repr's escapes make visible."""
+    if not isinstance(value, str) or not value.isprintable():
+        return repr(value)
+    if "'" in value and '"' not in value:
+        return f'"{value}"'
+    if "'" in value:
+        return repr(value)
+    return f"'{value}'"
+
+
 class InvalidSpecError(InvalidInputError):
     """A field of a spec violates its constraint."""
 
     def __init__(self, field: str, constraint: str, *, got: object = None, fix: str | None = None):
-        got_text = "" if got is None else f" (got {got!r})"
+        got_text = "" if got is None else f" (got {as_typed(got)})"
         super().__init__(f"{field}: {constraint}{got_text}", fix=fix)
         self.field = field
         #: the message without the field, for a caller that names the field its own way
@@ -80,9 +94,9 @@ class DataFormatError(InvalidInputError):
         if line is not None:
             where += f", line {line}"
         if column is not None:
-            where += f", column {column!r}"
+            where += f", column {as_typed(column)}"
         if key is not None:  # (a YAML/TOML file's key, where a CSV has a column)
-            where += f", key {key!r}"
+            where += f", key {as_typed(key)}"
         super().__init__(f"{where}: {problem}", fix=fix)
         self.path = path
         self.line = line
@@ -137,7 +151,7 @@ class UnknownNameError(InvalidInputError):
             hint = "none known"
         what = kind or self.kind
         field = field or self.default_field
-        detail = f"unknown {what} {name!r}: {hint}"
+        detail = f"unknown {what} {as_typed(name)}: {hint}"
         super().__init__(f"{field + ': ' if field else ''}{detail}", fix=fix)
         #: the message without the field, for a caller that names the field its own way
         self.detail = detail

@@ -563,7 +563,8 @@ class PlanCandidate:
 
     ``time_s`` is the predicted wall-clock time to the target (start-up included): for
     on-demand the model's value with ``time_lower_s``..``time_upper_s``; for spot the Monte
-    Carlo mean, with ``time_p90_s`` from the simulated runs. ``p_meet_deadline`` (with a
+    Carlo mean, with ``time_p90_s`` from the simulated runs and ``time_upper_s`` at least
+    both (a heavy tail puts the mean above p90). ``p_meet_deadline`` (with a
     deadline) covers the step-time model's uncertainty and, for spot, revocations.
     ``breakdown_s`` holds one step's terms (compute, exposed communication...). ``parts``
     (``workers`` in JSON) lists each GPU type of the cluster; a mixed cluster has two and its

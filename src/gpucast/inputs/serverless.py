@@ -744,11 +744,11 @@ def llm_gpu_function(
     service[~beyond] = served
     memory_gib = tp * one.memory.capacity_bytes / GIB
     fact = load_coldstart_facts().get("storage", storage)
-    more, sources, _ = instance_links(
+    more, sources, crossed = instance_links(
         storage, instance=instance, ebs_gbps=ebs_gbps, network_gbps=network_gbps
     )
     links: dict[str, float | None] = {storage: fact.value, **more}
-    cold, _ = llm_cold_start(
+    cold, assumed = llm_cold_start(
         spec,
         gpu,
         links=links,
@@ -772,6 +772,7 @@ def llm_gpu_function(
         f"{cold.weight_load_s:.1f} s bound by {cold.bound_by})",
         cold_start=cold,
         gpus=tp,
+        assumptions={**assumed, **crossed},  # as gpu_function's (QA 39 F8 #2: dropped)
     )
     return function, service, tuple(warnings)
 

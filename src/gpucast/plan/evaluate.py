@@ -179,7 +179,10 @@ class Evaluation:
     nvme_offload: BoolArray  # ... the optimizer state (and master weights) on local NVMe
     host_bytes: FloatArray  # host memory per GPU the offload needs (0 without offload)
     host_short: BoolArray  # would fit with offload, but the instance's host memory is short
-    compute_s: FloatArray  # one worker's step compute (with checkpointing)
+    compute_s: FloatArray  # one worker's step compute (with checkpointing and offload_s)
+    #: of compute_s, the time the host side of an offload row adds (the CPU's Adam step, PCIe,
+    #: NVMe traffic not hidden under the GPU's work); 0 without offload (QA 39 O #15)
+    offload_s: FloatArray
     #: collective time per step (DDP, FSDP); a PS row's push and pull as loaded: queueing,
     #: service and the worker's NIC (none of it hides under compute, so it equals exposed_s)
     comm_s: FloatArray
@@ -609,12 +612,13 @@ def _evaluate_single(
     power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus, b, memo)
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
+    offload_s = np.zeros(len(space))
     if offload.any():
-        compute, exposed, nvme_bound = _offload_step(
+        compute, offload_s, nvme_bound = _offload_step(
             compute, offload, params_off, nvme_off, space, facts, gpus, g, nf, params
         )
         host_side = np.where(nvme_bound, _B["nvme_offload"], _B["cpu_offload"])
-        roof_bottleneck = np.where(exposed > 0, host_side, roof_bottleneck)
+        roof_bottleneck = np.where(offload_s > 0, host_side, roof_bottleneck)
 
     # -- synchronous collectives -----------------------------------------------------------
     rdma = np.isin(np.asarray(off.instance_type), list(params.rdma_instances))[o]
@@ -739,6 +743,7 @@ def _evaluate_single(
         host_bytes=host_need,
         host_short=host_short,
         compute_s=compute,
+        offload_s=offload_s,
         comm_s=np.where(sync, coll, exposed_async),
         exposed_s=np.where(sync, exposed_sync, exposed_async),
         step_s=np.where(sync, step_sync, step_async),
@@ -1071,6 +1076,7 @@ def evaluate_mixed(
         host_bytes=np.zeros(rows),
         host_short=np.zeros(rows, dtype=bool),
         compute_s=compute,
+        offload_s=np.zeros(rows),
         comm_s=np.where(strat == DDP, coll, exposed),
         exposed_s=exposed,
         step_s=np.where(sync, step_sync, step_async),

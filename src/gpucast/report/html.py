@@ -34,7 +34,7 @@ tr.pareto td:first-child{font-weight:bold}tr.recommended{background:#eef7ee}
 .pick{border:2px solid #2ca02c;padding:10px 14px;background:#f5fbf5;margin:10px 0}
 .bar{display:flex;height:12px;width:240px;border:1px solid #ccc}
 .bar span{display:block;height:100%}
-.c{background:#1f77b4}.m{background:#ff7f0e}.s{background:#9467bd}.p{background:#8c564b}
+.c{background:#1f77b4}.o{background:#17becf}.m{background:#ff7f0e}.s{background:#9467bd}.p{background:#8c564b}
 .small{font-size:11px;color:#555}ul.help{margin:0;padding-left:16px}
 td.help{min-width:280px}
 """
@@ -73,23 +73,28 @@ def _kv_table(rows: Mapping[str, object], table_id: str) -> str:
 
 
 def _breakdown(c: PlanCandidate) -> str:
-    """Share of one step in compute vs exposed communication, and of the time in start-up."""
+    """Share of one step in compute, offload (the host side of ZeRO-Offload/Infinity) and
+    exposed communication, and of the time in start-up."""
     b = c.breakdown_s
     compute = float(b.get("compute_s", 0.0))
+    offload = float(b.get("offload_s", 0.0))
     exposed = float(b.get("exposed_communication_s", 0.0))
     startup = float(b.get("startup_s", 0.0))
     train = float(b.get("train_s", 0.0))
-    step = max(compute + exposed, 1e-12)
+    step = max(compute + offload + exposed, 1e-12)
     total = max(startup + train, 1e-12)
     w_c = 100 * compute / step * train / total
+    w_o = 100 * offload / step * train / total
     w_m = 100 * exposed / step * train / total
     w_s = 100 * startup / total
+    host = f", offload {offload * 1e3:.1f} ms" if offload > 0 else ""
     title = (
-        f"compute {compute * 1e3:.1f} ms, exposed communication {exposed * 1e3:.1f} ms per "
-        f"step; start-up {startup:.0f} s of {total / 3600:.2f} h"
+        f"compute {compute * 1e3:.1f} ms{host}, exposed communication {exposed * 1e3:.1f} ms "
+        f"per step; start-up {startup:.0f} s of {total / 3600:.2f} h"
     )
     return (
         f'<div class="bar" title="{_h(title)}"><span class="c" style="width:{w_c:.1f}%"></span>'
+        f'<span class="o" style="width:{w_o:.1f}%"></span>'
         f'<span class="m" style="width:{w_m:.1f}%"></span>'
         f'<span class="s" style="width:{w_s:.1f}%"></span></div>'
         f'<span class="small">{_h(title)}</span>'
@@ -167,7 +172,8 @@ def _candidate_rows(plan: TrainPlan) -> str:
 def _breakdown_table(plan: TrainPlan) -> str:
     head = (
         "<tr><th>#</th><th>configuration</th><th>step time</th><th>time: "
-        '<span class="c">&nbsp;&nbsp;</span> compute <span class="m">&nbsp;&nbsp;</span> '
+        '<span class="c">&nbsp;&nbsp;</span> compute <span class="o">&nbsp;&nbsp;</span> offload '
+        '<span class="m">&nbsp;&nbsp;</span> '
         'exposed communication <span class="s">&nbsp;&nbsp;</span> start-up</th>'
         "<th>cost</th><th>notes</th></tr>"
     )

@@ -166,9 +166,9 @@ def plan_table(
 
 
 def mean_above_band(c: PlanCandidate) -> bool:
-    """A spot row whose time (the Monte Carlo mean) lies above its own interval, whose top is
-    at least its p90: a heavy tail the table's "time [interval]" alone would hide."""
-    return c.market == "spot" and c.time_s > c.time_upper_s
+    """A spot row whose time (the Monte Carlo mean) lies above its p90 (its interval reaches
+    up to the mean): a heavy tail the table's "time [interval]" alone would hide."""
+    return c.market == "spot" and c.time_p90_s is not None and c.time_s > c.time_p90_s
 
 
 def _plan_rows(plan: TrainPlan, limit: int | None) -> list[int]:
@@ -221,8 +221,9 @@ def print_plan(
         console.print(
             Text(
                 f"(spot {'row' if len(skewed) == 1 else 'rows'} {rows}: the time is the mean of "
-                "the Monte Carlo runs, above the row's p90 and interval -- a few runs took far "
-                "longer (revocations, waits for capacity); p90 and P(meet) describe most runs)",
+                "the Monte Carlo runs, above the row's p90 (its interval reaches up to it) -- a "
+                "few runs took far longer (revocations, waits for capacity); p90 and P(meet) "
+                "describe most runs)",
                 style="dim",
             )
         )
