@@ -30,6 +30,18 @@ def test_no_strata_unbounded_runs_and_empty_samples() -> None:
     assert math.isnan(at_central_step([], None))
 
 
+def test_the_central_mean_stays_within_the_runs() -> None:
+    """QA session 39: ``make run`` printed ``optimistic scenario ... -0.000190 revocations``.
+    Revocations are ~0 except in the slowest strata (convex in the factor): the line through
+    the runs, read at 1, fell below every run. A mean lies within its runs' range."""
+    factors = np.repeat(strata(0.33, 3.90), 40)
+    revocations = np.where(factors > 5.0, 1.0, 0.0)  # the slowest stratum only
+    slope, intercept = np.polyfit(factors, revocations, 1)
+    assert intercept + slope < 0.0  # the line alone
+    assert at_central_step(revocations, factors) == 0.0
+    assert at_central_step(-revocations, factors) == 0.0  # and from above
+
+
 def test_run_statistics_carry_their_strata() -> None:
     f = np.array([0.5, 1.0, 2.0, 0.5, 1.0, 2.0])
     runs = RunStatistics(duration_s=3600.0 * f, cost_usd=10.0 * f, revocations=np.zeros(6))
