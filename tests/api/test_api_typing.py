@@ -64,3 +64,23 @@ def test_the_verbs_still_load_lazily() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_request_types_the_readme_names_resolve_after_import_gpucast() -> None:
+    """QA session 39: the README's ``import gpucast; help(gpucast.app.predict.PredictTrainRequest)``
+    raised ``AttributeError: module 'gpucast.app' has no attribute 'predict'`` -- the lazy
+    ``gpucast.app`` resolved verb names only, not its modules (the table's ``app.serve.*``)."""
+    code = (
+        "import gpucast; "
+        "print(gpucast.app.predict.PredictTrainRequest.__name__, "
+        "gpucast.app.serve.PlanServeRequest.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["PredictTrainRequest", "PlanServeRequest"]
+    missing = subprocess.run(
+        [sys.executable, "-c", "import gpucast; gpucast.app.no_such_module"],
+        capture_output=True,
+        text=True,
+    )
+    assert "module 'gpucast.app' has no attribute 'no_such_module'" in missing.stderr

@@ -16,6 +16,7 @@ Verbs load lazily (``import gpucast`` stays cheap).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 #: verb -> module of gpucast.app that defines it (the one list of Python verbs)
@@ -145,6 +146,9 @@ if TYPE_CHECKING:  # what mypy and IDEs see; at run time __getattr__ loads each 
 def __getattr__(name: str) -> Any:
     module = VERBS.get(name)
     if module is None:
+        # a module of the package (``gpucast.app.predict.PredictTrainRequest``, as README writes)
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'gpucast.app' has no attribute {name!r}")
     return getattr(importlib.import_module(f"gpucast.app.{module}"), name)
 
