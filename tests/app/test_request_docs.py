@@ -43,3 +43,31 @@ def test_a_field_with_a_default_factory_shows_its_value() -> None:
         )
 
     assert "gpus (--gpus; default ('T4',)):" in (Request.__doc__ or "")
+
+
+def test_every_request_class_with_options_documents_them() -> None:
+    """Every request dataclass whose fields are options (the verbs' requests) lists them in
+    ``help()`` (session 39 put the pattern on PredictTrainRequest only, then on every one)."""
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import gpucast.app
+    import gpucast.domain
+    from gpucast.domain.options import META_KEY
+
+    seen = 0
+    for package in (gpucast.app, gpucast.domain):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for name, value in vars(module).items():
+                if not (name.endswith("Request") and dataclasses.is_dataclass(value)):
+                    continue
+                if value.__module__ != module.__name__:
+                    continue  # a re-export: checked where it is defined
+                fields = dataclasses.fields(value)
+                if not any(META_KEY in f.metadata for f in fields):
+                    continue
+                seen += 1
+                assert "Fields (each keyword" in (value.__doc__ or ""), value.__qualname__
+    assert seen >= 40

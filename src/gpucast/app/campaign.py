@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.campaign import CampaignProgress, PointStatus
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,6 +61,7 @@ def _check_device(device: str) -> None:
         ) from None
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignRunRequest:
     """A sweep to run or resume (``gpucast campaign run``)."""
@@ -96,6 +97,7 @@ class CampaignRunRequest:
             )
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignStatusRequest:
     """Which campaign to report on (``gpucast campaign status``): a sweep file or an id."""

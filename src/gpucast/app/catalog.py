@@ -17,7 +17,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.catalog import Catalog, GpuSpec, Offer, offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
-from gpucast.domain.options import option, split_list
+from gpucast.domain.options import documented, option, split_list
 from gpucast.domain.provenance import Validation
 from gpucast.domain.systems import NodeShape
 
@@ -78,6 +78,7 @@ def catalog_gpus(request: CatalogGpusRequest | None = None, /, **options: Any) -
     return GpusResult(gpus=tuple(load_catalog().gpus))
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogSystemsRequest:
     """The node shapes a ``--cluster NAME`` can name (``gpucast catalog systems``)."""
@@ -132,6 +133,7 @@ def catalog_systems(
     return SystemsResult(systems=shapes, warnings=warnings)
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogOffersRequest:
     """Which cloud offers to list (``gpucast catalog offers``); every filter is optional."""
@@ -201,6 +203,7 @@ def _no_offer(catalog: Catalog, request: CatalogOffersRequest) -> str:
     return "no offer matches all of these filters; drop one (--region, --spot, --provider, --gpu)"
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImportSkypilotRequest:
     """A SkyPilot price catalog to convert (``gpucast catalog import-skypilot``)."""
@@ -262,6 +265,7 @@ def import_skypilot(
     )
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogSpotRequest:
     """Spot-market semantics and the no-data scenarios (``gpucast catalog spot``)."""
@@ -337,6 +341,7 @@ def _layout(value: Any) -> tuple[str, ...]:
     return profiles
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogMigRequest:
     """A GPU's MIG profiles and valid layouts (``gpucast catalog mig``)."""

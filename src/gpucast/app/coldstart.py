@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import usable_gib, usable_text
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 from gpucast.domain.units import GIB
 from gpucast.domain.workload import WorkloadOptions, workload_options_field
 from gpucast.inputs.instance_ebs import check_gbps, check_instance_options
@@ -69,6 +69,7 @@ def _check_seconds(name: str, value: float | None) -> None:
         raise InvalidSpecError(name, "must be in [0, 3600] s", got=value, fix=f"e.g. --{name} 1")
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasureColdstartRequest:
     """One cold start to time here (``gpucast measure coldstart``)."""
@@ -156,6 +157,7 @@ def measure_coldstart(
     )
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictColdstartRequest:
     """A cold start to price (``gpucast predict coldstart``)."""

@@ -24,7 +24,7 @@ from gpucast.app.measure import (
     timer_option,
 )
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import as_flags, lower_list, option
+from gpucast.domain.options import as_flags, documented, lower_list, option
 from gpucast.domain.workload import (
     PRECISIONS,
     WorkloadOptions,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from gpucast.measure.curves import ColocationResult, CurveMeasurement
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InferCurveRequest:
     """What to measure (``gpucast measure infer-curve``)."""

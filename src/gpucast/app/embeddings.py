@@ -30,7 +30,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.embeddings import check_cache_policy
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
-from gpucast.domain.options import as_flags, lower_text, option
+from gpucast.domain.options import as_flags, documented, lower_text, option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -67,6 +67,7 @@ SHARDINGS = (
 )  # fmt: skip
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanEmbeddingsRequest:
     """Tables, GPUs and cache options (``gpucast plan embeddings``)."""
@@ -590,6 +591,7 @@ def _window(text: str, flag: str = "window") -> AccessLocality:
     return locality
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictEmbeddingCacheRequest:
     """A locality window, a cache policy and cache sizes (``gpucast predict embedding-cache``)."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.energy import JOULES_PER_KWH, check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import lower_text, option
+from gpucast.domain.options import documented, lower_text, option
 from gpucast.domain.workload import (
     SOFTWARE_HELP,
     WorkloadOptions,
@@ -65,6 +65,7 @@ def _names(value: Any) -> tuple[str, ...]:
 
 
 # -- fit power --------------------------------------------------------------------------------
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FitPowerRequest:
     """Where the Zeus traces are and where the fitted model goes (``gpucast fit power``)."""
@@ -219,6 +220,7 @@ def _positive_or_none(name: str, value: float | None, *, example: str) -> None:
         )
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictEnergyRequest:
     """A workload, batch, GPU and power limit to predict the power and energy of

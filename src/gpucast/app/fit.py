@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ def catalog_specs(names: Iterable[str]) -> dict[str, GpuSpec]:
 
 
 # -- fit speed ------------------------------------------------------------------------------
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FitSpeedRequest:
     """Rows to fit the single-GPU step-time model on (``gpucast fit speed``)."""
@@ -179,6 +180,7 @@ def _speed_fit_warnings(gpus: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
 
 
 # -- fit cluster ----------------------------------------------------------------------------
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FitClusterRequest:
     """CM-DARE cluster runs to fit the distributed-scaling model on (``gpucast fit cluster``)."""
@@ -254,6 +256,7 @@ def fit_cluster(request: FitClusterRequest | None = None, /, **options: Any) -> 
 
 
 # -- fit checkpoint -------------------------------------------------------------------------
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FitCheckpointRequest:
     """CM-DARE checkpoint saves to fit checkpoint duration on (``gpucast fit checkpoint``)."""

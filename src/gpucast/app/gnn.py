@@ -66,7 +66,7 @@ from gpucast.app._gnn_step import predicted_gnn
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
-from gpucast.domain.options import as_flags, lower_text, option
+from gpucast.domain.options import as_flags, documented, lower_text, option
 
 #: the public names, defined here or in the parts above (callers import them from here)
 __all__ = [
@@ -89,6 +89,7 @@ __all__ = [
 ]
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictGnnRequest:
     """A GNN, its graph and the GPU (``gpucast predict gnn``)."""

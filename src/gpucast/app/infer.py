@@ -23,7 +23,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import engine_share_note
 from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision, check_weight_units
-from gpucast.domain.options import lower_text, option
+from gpucast.domain.options import documented, lower_text, option
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import Catalog, GpuSpec
@@ -39,6 +39,7 @@ def _positive(name: str, value: int | None) -> None:
         raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 16")
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictInferRequest:
     """A batch of sequences to generate with a published LLM (``gpucast predict infer``)."""

@@ -22,7 +22,7 @@ from gpucast.app._request import resolve
 from gpucast.app.serverless import DEFAULT_GPU
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_pool_gpus, check_seed, check_work
-from gpucast.domain.options import default_mark, defaults_used, option
+from gpucast.domain.options import default_mark, defaults_used, documented, option
 from gpucast.domain.units import format_duration
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ DEFAULT_POOL_GPUS = 1
 INVOCATION_BYTES = 200
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateKaasRequest:
     """Functions as kernel sequences on a GPU pool (``gpucast simulate kaas``)."""

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.units import count_of
 
@@ -27,6 +27,7 @@ from gpucast.domain.units import count_of
 MIN_TRAIN_WORKLOADS = 3
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictKernelsRequest:
     """A stored ``--kernels`` run to predict (``gpucast predict kernels RUN_ID``)."""

@@ -25,13 +25,14 @@ from typing import Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 from gpucast.domain.units import count_of
 
 FORMATS: tuple[str, ...] = ("auto", "lifetimes", "node-counts", "hazard")
 MODELS: tuple[str, ...] = ("auto", "weibull", "km", "mmpp", "constant", "piecewise")
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FitLifetimesRequest:
     """Preemption data to fit a named lifetime model on (``gpucast fit lifetimes``)."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import lower_text, option
+from gpucast.domain.options import documented, lower_text, option
 from gpucast.domain.parallel import (
     INTERVAL_NOTE,
     PIPELINE_MAX_ZERO,
@@ -308,6 +308,7 @@ DEFAULT_GPUS = 8
 MAX_GBPS = 1_000_000.0
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictLlmTrainRequest:
     """An LLM, a cluster and a batch to predict one training step of

@@ -50,7 +50,7 @@ from gpucast.app.llm import (
 from gpucast.domain.catalog import exclude_gpus_option, offers_option, regions_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
-from gpucast.domain.options import is_default, lower_text, option
+from gpucast.domain.options import documented, is_default, lower_text, option
 from gpucast.domain.parallel import (
     PIPELINE_MAX_ZERO,
     PIPELINE_ZERO_NOTE,
@@ -104,6 +104,7 @@ def _duration(value: Any) -> float | None:
 MAX_TOKENS = 1e18
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanLlmTrainRequest:
     """An LLM training job to plan over the catalog's GPU offers (``gpucast plan llm-train``)."""

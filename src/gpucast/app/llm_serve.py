@@ -69,7 +69,7 @@ from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_jobs, jobs_option
 from gpucast.domain.llm_infer import INFER_PRECISIONS
-from gpucast.domain.options import lower_list, lower_text, option
+from gpucast.domain.options import documented, lower_list, lower_text, option
 
 #: the public names, defined here or in the parts above (callers import them from here)
 __all__ = [
@@ -95,6 +95,7 @@ __all__ = [
 
 
 # -- simulate serve (LLM) --------------------------------------------------------------------
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateLlmServeRequest:
     """A language model served on GPUs under a request stream (``gpucast simulate serve
@@ -234,6 +235,7 @@ def simulate_llm_serve(
 
 
 # -- plan serve (LLM) ------------------------------------------------------------------------
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanLlmServeRequest:
     """A language model to serve within TTFT and TPOT SLOs, and where to look

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import as_flags, fields_of, is_default, lower_text, option
+from gpucast.domain.options import as_flags, documented, fields_of, is_default, lower_text, option
 from gpucast.domain.workload import (
     AUTO_PRECISION,
     PRECISIONS,
@@ -115,6 +115,7 @@ def cpu_timer_note(threads: int) -> str:
     return note
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _StepRequest:
     """What both measure verbs take: the workload, where to run it, when to stop."""
@@ -207,6 +208,7 @@ class _StepRequest:
         return f"{precision_shown(precision, self.precision, default=default)}: {why}"
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasureInferRequest(_StepRequest):
     """Inference steps to time (``gpucast measure infer``)."""
@@ -234,6 +236,7 @@ _SINGLE_ONLY = ("target_ci", "max_time_s", "min_samples", "timer")
 DEFAULT_NPROC = 2
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasureTrainRequest(_StepRequest):
     """Training steps to time (``gpucast measure train``), on one process or distributed."""

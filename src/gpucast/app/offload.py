@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 
 if TYPE_CHECKING:
     from gpucast.domain.offload import OptimizerStepMeasurement
@@ -55,6 +55,7 @@ def _counts(value: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasureOptimizerRequest:
     """CPU AdamW steps to time here (``gpucast measure optimizer``)."""

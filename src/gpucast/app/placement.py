@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 MAX_JOBS = 5000
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanPlacementRequest:
     """A job's GPU count on a shared server (``gpucast plan placement``)."""

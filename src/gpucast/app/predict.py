@@ -562,6 +562,7 @@ def _memory_plan(
 
 
 # -- predict speed / cluster / checkpoint: rows in, rows out -------------------------------
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictSpeedRequest:
     """A speed model and rows to predict (``gpucast predict speed``)."""
@@ -673,6 +674,7 @@ def _row_peak_warning(gpu: str, pred: Any, spec: Any, source: Path) -> str | Non
     )
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictClusterRequest:
     """A cluster model and rows to predict (``gpucast predict cluster``)."""
@@ -808,6 +810,7 @@ def predict_cluster(
     )
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictCheckpointRequest:
     """A checkpoint model and rows to predict (``gpucast predict checkpoint``)."""

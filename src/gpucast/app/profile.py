@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import MAX_PROFILE_BATCH
-from gpucast.domain.options import as_flags, lower_text, option
+from gpucast.domain.options import as_flags, documented, lower_text, option
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.workload import (
     AUTO_PRECISION,
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileRequest:
     """A workload to profile (``gpucast profile``)."""

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, MeasurementError
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.units import count_of
 
@@ -73,6 +73,7 @@ def _number_or_none(flag: str, kind: type) -> Any:
     return parse
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasureCmdRequest:
     """A program to run and measure (``gpucast measure cmd -- PROGRAM ARGS``)."""
@@ -342,6 +343,7 @@ def _positive_or_none(flag: str, maximum: float, unit: str, example: str) -> Any
     return checked
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictCmdRequest:
     """Stored program runs to predict from (``gpucast predict cmd RUN_ID...``)."""

@@ -22,7 +22,7 @@ from gpucast.app._request import resolve
 from gpucast.app.runs import workload_filter
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.jsonable import json_text
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 from gpucast.domain.plan import TrainPlan
 from gpucast.domain.units import count_of
 
@@ -204,6 +204,7 @@ def write_plan_report(
     return Path(out)
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportRequest:
     """What to report (``gpucast report``): a saved plan, or the stored measurements."""

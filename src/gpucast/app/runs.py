@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 from gpucast.domain.units import count_of
 from gpucast.inputs.workload import measured_name_of
 
@@ -79,6 +79,7 @@ WORKLOAD_HELP = (
 )
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunsListRequest:
     """Which stored runs to list (``gpucast runs list``), newest first."""
@@ -149,6 +150,7 @@ def runs_list(
     return RunsListResult(runs=tuple(runs), total=total, store=str(path))
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunsShowRequest:
     """One stored run to show in full (``gpucast runs show``)."""
@@ -193,6 +195,7 @@ OTHER_FORMATS = (
 )  # fmt: skip
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunsExportRequest:
     """Where and what to export (``gpucast runs export``)."""

@@ -58,7 +58,7 @@ from gpucast.app._serve_simulate import BURST_BUSY_FRACTION, serving_validation,
 from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option
-from gpucast.domain.options import lower_list, lower_text, option, split_list
+from gpucast.domain.options import documented, lower_list, lower_text, option, split_list
 from gpucast.domain.serving import BatchingPolicy, ClosedLoop
 from gpucast.domain.serving_plan import PLACEMENTS
 from gpucast.domain.workload import WorkloadOptions, workload_options_field
@@ -98,6 +98,7 @@ __all__ = [
 
 
 # -- plan serve -----------------------------------------------------------------------------
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanServeRequest:
     """Models to serve within a latency SLO, and where to look (``gpucast plan serve``)."""
@@ -306,6 +307,7 @@ _MIG_HELP = (
 )
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateServeRequest:
     """Traffic through one model on catalog GPUs with dynamic batching

@@ -46,7 +46,14 @@ from gpucast.domain.limits import (
     check_seed,
     check_work,
 )
-from gpucast.domain.options import default_mark, defaults_used, lower_text, option, split_list
+from gpucast.domain.options import (
+    default_mark,
+    defaults_used,
+    documented,
+    lower_text,
+    option,
+    split_list,
+)
 from gpucast.domain.units import format_duration, format_slo_latency
 from gpucast.inputs.instance_ebs import check_gbps, check_instance_options
 
@@ -336,6 +343,7 @@ class ServerlessLoad:
             )  # fmt: skip
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateServerlessRequest(ServerlessLoad):
     """A serverless GPU workload to simulate (``gpucast simulate serverless``)."""
@@ -1112,6 +1120,7 @@ def _slo_standing(text: str, result: ServerlessResult, load: _Load) -> dict[str,
 DEFAULT_PLAN_POLICIES: tuple[str, ...] = ("fixed:10m", "fixed:1h", "histogram", "prewarm")
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanServerlessRequest(ServerlessLoad):
     """Serverless vs always-on deployments of one load (``gpucast plan serverless``)."""

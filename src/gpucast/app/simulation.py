@@ -37,7 +37,7 @@ from gpucast.domain.convergence import (
 )
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed
-from gpucast.domain.options import is_default, lower_text, option
+from gpucast.domain.options import documented, is_default, lower_text, option
 from gpucast.domain.spot import (
     check_hazard,
     check_move_after,
@@ -116,6 +116,7 @@ def _region_example(request: Any) -> str:
     return min(counts, key=lambda r: (-counts[r], r)) if counts else "us-east1"
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateTrainRequest:
     """A training job on a cluster to simulate (``gpucast simulate train``)."""

@@ -18,7 +18,7 @@ from gpucast.app._request import resolve
 from gpucast.app._workers import usable_cpus, worker_failures, worker_pool
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_jobs, jobs_option
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,6 +34,7 @@ def _sources(value: Any) -> tuple[str, ...]:
     return tuple(str(s).strip().lower() for s in items if str(s).strip())
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FitStepTimeRequest:
     """Where the published data is and where the fitted model goes (``gpucast fit steptime``)."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import documented, option
 from gpucast.inputs.data import DATA_DIR_ENV
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ def _lower(value: Any) -> str:
     return str(value).strip().lower()
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ValidateRequest:
     """Which models to cross-validate, on which data (``gpucast validate``)."""

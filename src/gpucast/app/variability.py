@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
-from gpucast.domain.options import option, split_list
+from gpucast.domain.options import documented, option, split_list
 from gpucast.domain.units import count_of
 
 #: Job sizes the result reports the expected synchronous slowdown for.
@@ -48,6 +48,7 @@ def _ids(value: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FitVariabilityRequest:
     """Per-GPU measurements to fit a named variability profile on (``gpucast fit variability``)."""

@@ -39,6 +39,7 @@ from gpucast.domain.limits import (
 )
 from gpucast.domain.options import (
     build,
+    documented,
     is_default,
     lower_list,
     lower_text,
@@ -149,6 +150,7 @@ def _deadline(value: Any) -> float | None:
     return none_or(lambda v: duration_s(v, field="deadline"))(value)
 
 
+@documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrainRequest:
     """A training job to plan, with its constraints (``gpucast plan train``).
