@@ -60,7 +60,8 @@ def test_predict_kernels_fits_on_the_other_workloads(
     assert same.to_dict() == result.to_dict()
     # QA session 36: a forest of one or two workloads printed the six-model validated error
     # as its own, with nothing to say it rests on far less
-    assert result.warnings and result.warnings[0].startswith("the forest is fitted on 2 workloads")
+    # (on a loaded machine a capped overhead's warning may come first: any position)
+    assert any(w.startswith("the forest is fitted on 2 workloads") for w in result.warnings)
     assert result.to_dict()["warnings"] == list(result.warnings)
 
 

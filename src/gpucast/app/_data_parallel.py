@@ -192,7 +192,9 @@ def data_parallel_on_cluster(
     )  # fmt: skip
     step = float(ev.step_s[0])
     rdma = cluster.shape.rdma
-    kind = perf.collective_for(rdma=rdma, nvlink=cluster.shape.intra_node != "pcie")
+    kind = perf.collective_for(
+        rdma=rdma, nvlink=cluster.shape.intra_node != "pcie", one_node=layout.nodes == 1
+    )
     return DataParallelStep(
         gpus=n,
         gpus_default=gpus is None,
@@ -222,6 +224,16 @@ def data_parallel_on_cluster(
         ),
         fits=bool(ev.fits[0]),
         collective_uncertainty=perf.collective_uncertainty,
-        collective=f"{'RDMA' if rdma else 'TCP'} all-reduce: {kind.source}",
+        collective=(
+            f"{_network_label(rdma, kind is perf.collective_rdma)} all-reduce: {kind.source}"
+        ),
         validation=validation_for("allreduce", [spec.name], precision, n),
     )
+
+
+def _network_label(rdma: bool, rdma_constants: bool) -> str:
+    """What the all-reduce crosses: RDMA NICs, TCP NICs, or -- one node of NVLink GPUs over TCP
+    NICs -- NVLink alone (the RDMA constants: :meth:`PerfParams.collective_for`)."""
+    if rdma:
+        return "RDMA"
+    return "one-node NVLink" if rdma_constants else "TCP"

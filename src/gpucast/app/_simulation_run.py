@@ -213,6 +213,7 @@ def simulated_train(
     nvlink = all(catalog.gpu(g.gpu).interconnect_gbps is not None for g in groups)
     if cluster is not None:
         nvlink = cluster.shape.intra_node != "pcie"
+    one_node = sum(g.count for g in groups) == 1  # its all-reduce never reaches the NICs
 
     ps_region = request.region  # narrowed above; a closure does not keep the narrowing
 
@@ -231,7 +232,7 @@ def simulated_train(
             catalog=catalog,
             gpus_per_node=gpn,
             intra_node_gbps=intra_gbps,
-            collective=perf.collective_for(rdma=rdma, nvlink=nvlink),
+            collective=perf.collective_for(rdma=rdma, nvlink=nvlink, one_node=one_node),
             step_scale=None if scale == 1.0 else (lambda live: [scale] * len(live)),
         )
 
@@ -249,7 +250,8 @@ def simulated_train(
                 ps_region=request.region or "", network=network,
                 rtt_s=request.inter_region_rtt_ms / 1e3, catalog=catalog, gpus_per_node=gpn,
                 intra_node_gbps=intra_gbps,
-                collective=perf.collective_for(rdma=rdma, nvlink=nvlink), step_scale=scale,
+                collective=perf.collective_for(rdma=rdma, nvlink=nvlink, one_node=one_node),
+                step_scale=scale,
             )[0],
         )  # fmt: skip
         notes.append(elastic_text)
