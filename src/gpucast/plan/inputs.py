@@ -431,6 +431,18 @@ def build_gpu_table(
     )
 
 
+def nominal_collective(
+    rdma: npt.ArrayLike, nvlink: npt.ArrayLike, one_node: npt.ArrayLike
+) -> npt.NDArray[np.bool_]:
+    """Where an all-reduce takes the RDMA (nominal) constants (scalars or arrays): over RDMA
+    NICs, or on one node of NVLink GPUs, which never reaches its NICs whatever they are
+    (QA 39 R #8: 8 GPUs of one NVSwitch node paid the TCP fit's 4.79 ms a step, none of it
+    hidden, where InfiniBand NICs gave 0.2 ms). The one rule of :meth:`PerfParams.
+    collective_for` and :meth:`PerfParams.sync_collective`."""
+    both = np.asarray(nvlink, dtype=bool) & np.asarray(one_node, dtype=bool)
+    return np.asarray(np.asarray(rdma, dtype=bool) | both, dtype=np.bool_)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PerfParams:
     """Constants of the communication and PS models.
@@ -513,13 +525,11 @@ class PerfParams:
         self, *, rdma: bool, nvlink: bool, one_node: bool = False
     ) -> CollectiveConstants:
         """The collective constants of one network: RDMA nominal; TCP as fitted, whose
-        intra-node share was fitted on PCIe GPUs and so does not apply to NVLink ones. A job
-        on ``one_node`` of NVLink GPUs never reaches the node's NICs: NCCL over NVLink, the
-        RDMA constants, whatever the NICs are (QA 39 R #8: 8 GPUs of one NVSwitch node paid
-        the TCP fit's 4.79 ms a step, none of it hidden, where InfiniBand NICs gave 0.2 ms)."""
+        intra-node share was fitted on PCIe GPUs and so does not apply to NVLink ones; RDMA
+        also for a job on ``one_node`` of NVLink GPUs (:func:`nominal_collective`)."""
         import dataclasses
 
-        if rdma or (nvlink and one_node):
+        if bool(nominal_collective(rdma, nvlink, one_node)):
             return self.collective_rdma
         if nvlink:
             return dataclasses.replace(self.collective_tcp, intra_efficiency=1.0)
@@ -549,11 +559,9 @@ class PerfParams:
         rows = np.broadcast(*(np.asarray(a) for a in (*args, compute_s, rdma, nvlink))).shape
         total = np.zeros(rows)
         exposed = np.zeros(rows)
-        # one node of NVLink GPUs: NCCL over NVLink, never the NICs (collective_for's one_node)
-        nvlinked = np.asarray(nvlink, dtype=bool)
         one_node = np.asarray(workers) <= np.asarray(gpus_per_node)
-        choice = np.where(np.asarray(rdma, dtype=bool) | (nvlinked & one_node), 0,
-                          np.where(nvlinked, 1, 2))  # fmt: skip
+        nominal = nominal_collective(rdma, nvlink, one_node)
+        choice = np.where(nominal, 0, np.where(np.asarray(nvlink, dtype=bool), 1, 2))
         for k, c in enumerate(kinds):
             t = np.broadcast_to(c.total_s(*args, passes=passes), rows)
             e = np.broadcast_to(c.exposed_s(t, compute_s), rows)
