@@ -292,7 +292,9 @@ def test_a_fitted_cpu_adam_step_used_far_past_its_runs_is_warned(tmp_path: Path)
     one = gpucast.predict_train(workload="mlp", option=BIG["option"], gpu="T4", batch_size=8, db=db)
     assert one.memory is not None and "x the largest run" in str(one.memory["cpu_adam_warning"])
     assert "; warning: the CPU Adam step of " in str(one.memory_text())
-    plan = gpucast.plan_train(**BIG, db=db)
+    # no deadline: the host step is measured on this (shared, maybe slow) CPU -- the 1-step
+    # plan must stay feasible however slow it measured
+    plan = gpucast.plan_train(**BIG, deadline="none", db=db)
     offload = next(a for a in plan.assumptions if a.name == "offload")
     assert "; on one GPU the CPU Adam step of" in offload.value
 
@@ -319,3 +321,24 @@ def test_the_optimizer_the_memory_and_host_step_are_priced_for_is_said() -> None
     (said,) = [a for a in plan.assumptions if a.name == "workload profile"]
     assert "optimizer state priced as Adam (8 B a parameter)" in said.value
     assert plan.candidates[0].host_memory_bytes == pytest.approx(16 * 1_611_000_000, rel=0.01)
+
+
+def test_predict_train_prices_a_stored_profile_named_run_id() -> None:
+    """QA 39 R: the optimizer note sent predict train's users to `plan train --workload run:ID`
+    (predict train refused run:ID); it now reads the run's profile as plan train does: Adam's
+    state, the run named as the profile's source, its precision not called "given"."""
+    adam = gpucast.profile_workload(
+        workload="mlp", option=BIG["option"], batch_size=8, optimizer="adam"
+    )
+    one = gpucast.predict_train(workload=f"run:{adam.run_id}", gpu="T4", batch_size=8)
+    assert one.memory is not None and one.memory["optimizer"] == "adam"
+    assert one.profile_source == f"store run #{adam.run_id} (profile)"
+    assert one.precision == "fp32"
+    assert one.precision_assumption.source == f"store run #{adam.run_id}"
+    named = gpucast.predict_train(workload="mlp", option=BIG["option"], gpu="T4", batch_size=8)
+    assert named.memory is not None and named.memory["optimizer"] == "sgd"  # the same model
+    assert one.memory["gpu_bytes"] > named.memory["gpu_bytes"]  # Adam's 8 B a parameter, not 4
+    with pytest.raises(InvalidSpecError, match=r"run \d+ was profiled at fp32.*--precision bf16"):
+        gpucast.predict_train(
+            workload=f"run:{adam.run_id}", gpu="A100", batch_size=8, precision="bf16"
+        )

@@ -63,7 +63,7 @@ def test_resize_batch_repeats_and_slices() -> None:
         (f"{FILE}:", "module:factory"),
         ("bad module:build", "dotted Python module path"),
         # QA 39: predict train --workload run:6 said "must be module:factory"
-        ("run:6", r"run:ID\) is read by plan train only.*plan train --workload run:6"),
+        ("run:6", r"run:ID\) is read by predict train and plan train only.*predict train --w"),
     ],
 )
 def test_bad_specs_are_invalid_input(spec: str, match: str) -> None:

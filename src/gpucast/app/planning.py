@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpucast._version import __version__
 from gpucast.app._request import resolve
+from gpucast.app._stored_run import stored_profile, with_stored_run
 from gpucast.app._units import gpus_with_units, half_units, skipped_assumption
 from gpucast.app._workers import usable_cpus, worker_failures, worker_pool
 from gpucast.domain.catalog import OWN_UNIT_PRECISIONS
@@ -75,9 +76,7 @@ def plan_train(
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
         check_workload_name,
-        load_stored_workload,
         profile_origin,
-        stored_run_id,
         workload_facts,
         workload_profile,
     )
@@ -87,17 +86,9 @@ def plan_train(
 
     request = resolve(TrainRequest, request, options, config)
     store = Path(db) if db is not None else default_db_path()
-    stored = None
-    stored_precision = False  # the precision is the stored run's (none given)
-    run_id = stored_run_id(request.workload)
-    if run_id is not None:
-        stored = load_stored_workload(store, run_id, trust_workload=request.trust_workload)
-        changes: dict[str, Any] = {"workload": stored.workload}
-        stored_precision = is_default(request, "precision")
-        if stored_precision:
-            changes["precision"] = stored.precision
-        request = dataclasses.replace(request, **changes)
-    elif request.profile_file is None:
+    run = with_stored_run(request, store)  # run:ID: its profile or measurement
+    request, stored, stored_precision = run
+    if stored is None and request.profile_file is None:
         check_workload_name(request.workload, profile_option=True)
     request, work_assumptions = _with_work_defaults(request)
     offers = offers_file(request.offers_file)
@@ -130,14 +121,7 @@ def plan_train(
         key=lambda p: p != "fp32",  # fp32 first: the facts of a plan with any fp32 GPU
     )
     if stored is not None and stored.profile is not None and request.profile_file is None:
-        prof = stored.profile
-        if prof.precision != profiled_precision(request.precision):
-            raise InvalidSpecError(
-                "precision",
-                f"run {stored.run_id} was profiled at {prof.precision}",
-                got=request.precision,
-                fix=f"drop --precision or profile again with --precision {request.precision}",
-            )
+        prof = stored_profile(stored, profiled_precision(request.precision), request.precision)
         profiles = {prof.precision: prof}
     else:
         profiles = {

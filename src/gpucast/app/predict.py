@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from gpucast.app._crossbow import crossbow_estimate
 from gpucast.app._request import resolve
+from gpucast.app._stored_run import stored_profile, with_stored_run
 from gpucast.app.fit import require_file
 from gpucast.domain.convergence import check_critical_batch, critical_batch_option
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
@@ -335,6 +336,8 @@ def predict_train(
 
     request = resolve(PredictTrainRequest, request, options)
     store = Path(db) if db is not None else default_db_path()
+    run = with_stored_run(request, store)  # run:ID: its profile or measurement
+    request, stored, run_precision = run
     catalog = load_catalog()
     cluster = request_cluster(request, catalog, request.gpu)
     spec = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
@@ -365,16 +368,22 @@ def predict_train(
             given=not is_default(request, "precision"),
             fp16_units=has_fp16,
         )
-    profile = workload_profile(
-        request.workload,
-        profiled_precision(request.precision),
-        options=dict(request.workload_options),
-    )
+        if stored is not None and run_precision:  # not given: the run's
+            said = dataclasses.replace(said, source=f"store run #{stored.run_id}")
+    if stored is not None and stored.profile is not None:
+        profile = stored_profile(stored, profiled_precision(request.precision), request.precision)
+    else:
+        profile = workload_profile(
+            request.workload,
+            profiled_precision(request.precision),
+            options=dict(request.workload_options),
+        )
     facts = workload_facts(profile)
     efficiency = step_time_efficiency(request.software)
     measured = measured_name(request.workload, request.workload_options)
-    calibration = store_calibration(  # a measurement on this GPU type first, else any
+    calibration = store_calibration(  # the run, else a measurement on this GPU type, else any
         store, measured, request.precision, facts, catalog,
+        prefer_run=None if stored is None else stored.measurement_run,
         efficiency=efficiency.value, batch=request.batch_size, prefer_gpu=spec.name,
     )  # fmt: skip
     estimate = predict_step_time(
@@ -425,7 +434,11 @@ def predict_train(
         precision_assumption=said,
         memory=memory,
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
-        profile_source=profile_origin(profile),
+        profile_source=(
+            profile_origin(profile)
+            if stored is None
+            else f"store run #{stored.run_id} ({'profile' if stored.profile else 'measurement'})"
+        ),
         **crossbow_estimate(
             request,
             facts,

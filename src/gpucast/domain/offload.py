@@ -50,7 +50,7 @@ def optimizer_state_note(optimizer: str, workload: str) -> str:
         return said
     return (
         f"{said}, the profile's default; for Adam: gpucast profile {workload} --optimizer adam, "
-        "then plan train --workload run:ID"
+        "then --workload run:ID (predict train, plan train)"
     )
 
 

@@ -266,10 +266,10 @@ def _factory(name: str) -> Any:
     if module_part.strip() == "run" and factory_name.strip().isdigit():  # QA 39
         raise InvalidSpecError(
             "workload",
-            "a stored run (run:ID) is read by plan train only",
+            "a stored run (run:ID) is read by predict train and plan train only",
             got=name,
             fix="name the workload itself (gpucast runs show ID names it, with its -o), or "
-            f"gpucast plan train --workload {name.strip()}",
+            f"gpucast predict train --workload {name.strip()}",
         )
     if not module_part or not _IDENTIFIER.match(factory_name):
         raise InvalidSpecError("workload", "must be module:factory", got=name, fix=FIX)
