@@ -246,7 +246,7 @@ def test_predict_speed_rows_in_rows_out(tmp_path: Path, speed_json: Path) -> Non
     assert frame["Predicted Step Time (s)"].iloc[1] < frame["Predicted Step Time (s)"].iloc[0]
     assert result.to_dict() == {
         "output": str(out), "rows": 2, "gpus_from_catalog_only": ["V100"],
-        "peak_sources": {"V100": "catalog specs"}, "warnings": [],
+        "peak_sources": {"V100": "catalog specs of V100-16GB"}, "warnings": [],
     }  # fmt: skip
 
 

@@ -96,7 +96,7 @@ def test_predict_speed_json_is_the_result(tmp_path: Path, model_json: Path) -> N
         "output": str(out),
         "rows": 1,
         "gpus_from_catalog_only": ["V100"],
-        "peak_sources": {"V100": "catalog specs"},
+        "peak_sources": {"V100": "catalog specs of V100-16GB"},
         "warnings": [],
     }
 

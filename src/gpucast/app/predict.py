@@ -655,13 +655,24 @@ def predict_speed(
         rows=len(out),
         gpus_from_catalog_only=tuple(unseen),
         frame=out,
-        peak_sources={gpu: str(p["peak_source"]) for gpu, p in first.items()},
+        peak_sources={gpu: _peak_source(gpu, p, specs.get(gpu)) for gpu, p in first.items()},
         warnings=tuple(
             w
             for gpu, p in first.items()
             if (w := _row_peak_warning(gpu, p, specs.get(gpu), source)) is not None
         ),
     )
+
+
+def _peak_source(gpu: str, pred: Any, spec: Any) -> str:
+    """Where ``gpu``'s peak came from; the catalog's names the GPU it took when the rows'
+    name is shorter (QA 39 R #7: "V100 by catalog specs" hid which V100, of three)."""
+    from gpucast.predict.speed import CATALOG_PEAK
+
+    said = str(pred["peak_source"])
+    if said == CATALOG_PEAK and spec is not None and spec.name != gpu:
+        return f"{said} of {spec.name}"
+    return said
 
 
 #: a row's GPU TFLOPS this many times off the catalog's fp32 peak (either way) is a mistake
