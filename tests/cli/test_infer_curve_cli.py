@@ -172,3 +172,5 @@ def test_the_colocation_slowdown_table_is_rounded(tmp_path: Path) -> None:
     assert values is not None, line
     for value in values.group(1).split(", "):
         assert len(value.replace(".", "").lstrip("0")) <= 3, line
+    said = " ".join(result.stdout.split())  # QA 39 R #9: what the entries index is said
+    assert "(entry n: each batch's slowdown while n batches share the device" in said

@@ -106,3 +106,8 @@ def print_curves(result: InferCurveResult) -> None:
             )
         table = ", ".join(f"{x:.3g}" for x in co["slowdown_table"])
         console.print(f"  slowdown table [{table}]", highlight=False)
+        console.print(  # what the entries index (QA 39 R #9)
+            "  (entry n: each batch's slowdown while n batches share the device, the geometric "
+            "mean above; gpucast.domain.serving.ServerSpec's colocation_slowdown in Python)",
+            highlight=False,
+        )
