@@ -243,6 +243,10 @@ def test_predict_train_names_the_memory_plan() -> None:
     assert big.estimate.notes[0].startswith("with cpu-offload: the batch fits one T4 only")
     plain = big.step_time_s / mem["slowdown"]
     assert f"({plain * 1e3:.1f} ms, bound by" in big.estimate.notes[0]
+    # the terms sum to the step: the memory plan's share is one of them (QA 39 O)
+    terms = big.estimate.breakdown
+    assert sum(terms.values()) == pytest.approx(big.step_time_s, rel=1e-9)
+    assert terms["memory_plan"] == pytest.approx(big.step_time_s - plain, rel=1e-9)
     small = gpucast.predict_train(workload="mlp", gpu="T4", batch_size=8)
     assert small.memory is not None and small.memory["plan"] == "data-parallel"
     assert small.memory["slowdown"] == 1.0
