@@ -137,3 +137,17 @@ def test_real_rapl_energy_per_operator() -> None:  # pragma: no cover - needs RA
     trace = record_kernels(step, torch.device("cpu"), steps=1, energy=counter, energy_source=source)
     powers = [op.power_w for op in trace.operators if op.power_w is not None]
     assert powers and all(0 < p < 2000 for p in powers)
+
+
+def test_the_profiler_prints_no_kineto_lines_on_a_cpu(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA 39 O #14: `measure train --kernels` printed kineto's `USDT: ... profiler_start` /
+    `profiler_stop` lines on stderr; the environment is as it was after."""
+    import os
+
+    monkeypatch.delenv("KINETO_LOG_LEVEL", raising=False)
+    _, step = _linear_step(torch.device("cpu"))
+    record_kernels(step, torch.device("cpu"), steps=1)
+    assert "profiler_st" not in capfd.readouterr().err
+    assert "KINETO_LOG_LEVEL" not in os.environ

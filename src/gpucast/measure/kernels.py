@@ -35,9 +35,10 @@ first, at most ``energy_max_ops`` of them within ``energy_budget_s``; the others
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +227,21 @@ class _EnergyReplayer(TorchDispatchMode):
         return out
 
 
+@contextlib.contextmanager
+def _quiet_kineto(quiet: bool) -> Iterator[None]:
+    """Without kineto's "USDT: profiler_start/stop" lines on stderr (QA 39 O #14) when
+    ``quiet`` (on a CPU: on a GPU kineto reports CUPTI errors at that level too); a level the
+    user set wins, and the environment is restored after."""
+    if not quiet or "KINETO_LOG_LEVEL" in os.environ:
+        yield
+        return
+    os.environ["KINETO_LOG_LEVEL"] = "6"  # above every message kineto logs
+    try:
+        yield
+    finally:
+        os.environ.pop("KINETO_LOG_LEVEL", None)
+
+
 def _activities(device: torch.device) -> list[torch.profiler.ProfilerActivity]:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
@@ -264,7 +280,10 @@ def record_kernels(
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     sync()
     step_clock = clock if clock is not None and not on_gpu else time.perf_counter
-    with torch.profiler.profile(activities=_activities(device), record_shapes=True) as prof:
+    with (
+        _quiet_kineto(not on_gpu),
+        torch.profiler.profile(activities=_activities(device), record_shapes=True) as prof,
+    ):
         started = step_clock()
         for _ in range(steps):
             with recorder:
