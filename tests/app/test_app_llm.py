@@ -844,3 +844,25 @@ def test_a_plan_costing_under_a_dollar_shows_its_cents() -> None:
     assert cheap
     for c in cheap:
         assert f", ${c.cost_usd:.2f}; " in c.text() and ", $0; " not in c.text()
+
+
+def test_llama_3_1_trains_at_its_pre_training_length_by_default() -> None:
+    """QL 39: Llama 3.1 defaulted to its 131,072-token context -- a long-context stage, not the
+    8,192 tokens Meta pre-trained it at (catalog llm_models.csv pretrain_seq_len, with source);
+    models without the column keep their context; a given length is the user's."""
+    common = {"gpu": "H100", "gpus": 64, "global_batch": 512}
+    result = gpucast.predict_llm_train(model="llama-3.1-8b", **common)
+    assert result.best.seq_len == 8192
+    said = result.assumptions["sequence length"]
+    assert said.startswith("8192 tokens (the length llama-3.1-8b was pre-trained at")
+    assert "131,072" in said and "--seq-len 131072" in said
+    assert gpucast.predict_llm_train(model="llama-3-8b", **common).best.seq_len == 8192
+    two = gpucast.predict_llm_train(model="llama-2-7b", **common)
+    assert two.best.seq_len == 4096
+    assert two.assumptions["sequence length"] == "4096 tokens (the model's context)"
+    given = gpucast.predict_llm_train(model="llama-3.1-8b", seq_len=16384, **common)
+    assert given.assumptions["sequence length"] == "16384 tokens"
+    plan = gpucast.plan_llm_train(
+        model="llama-3.1-8b", tokens=1e9, global_batch=64, gpu=("B200",), max_gpus=8
+    )
+    assert plan.assumptions["sequence length"].startswith("8192 tokens (the length")

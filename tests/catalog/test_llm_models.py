@@ -141,3 +141,17 @@ def test_bad_cells_name_line_and_column(column: str, value: str, text: str) -> N
         parse_llm_models(_csv(**{column: value}), "x.csv")
     assert text in str(info.value)
     assert "x.csv, line 2" in str(info.value)
+
+
+def test_the_optional_pre_training_length_column() -> None:
+    """A file without `pretrain_seq_len` (a user's, written before it) still reads: the
+    training default is the context; given, it must lie within the context."""
+    (plain,) = parse_llm_models(_csv(), "x.csv")
+    assert plain.pretrain_seq_len is None and plain.training_seq_len == 256
+    text = _csv().splitlines()
+    with_column = f"{text[0]},pretrain_seq_len\n{text[1]},128\n"
+    (spec,) = parse_llm_models(with_column, "x.csv")
+    assert spec.pretrain_seq_len == 128 and spec.training_seq_len == 128
+    with pytest.raises(DataFormatError, match=r"x\.csv, line 2.*pretrain_seq_len: must be an "
+                       r"integer from 1 to max_context \(256\)"):  # fmt: skip
+        parse_llm_models(f"{text[0]},pretrain_seq_len\n{text[1]},512\n", "x.csv")

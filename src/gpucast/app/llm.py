@@ -340,7 +340,10 @@ class PredictLlmTrainRequest:
         example="3200",
     )
     seq_len: int | None = option(
-        None, help="Tokens per sequence (default: the model's context).", example="4096"
+        None,
+        help="Tokens per sequence (default: the length the model was pre-trained at, where the "
+        "catalog gives one, e.g. 8,192 for Llama 3.1; else its context).",
+        example="4096",
     )
     global_batch: int = option(help="Sequences per optimizer step.", example="1024")
     precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
@@ -506,7 +509,7 @@ def predict_llm_train(
         )
     # beyond the published context: a context extension, as MLPerf's Llama-2-70B LoRA trains
     # at 8,192 tokens; the result states it (sequence_text)
-    seq = request.seq_len or spec.max_context
+    seq = request.seq_len or spec.training_seq_len
     if cluster is not None:
         from gpucast.inputs.cluster import perf_params
 
@@ -757,7 +760,15 @@ def sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
             f"{seq} tokens, beyond {spec.name}'s published context of {spec.max_context}: a "
             f"context extension ({how}), priced as the same model at the longer length"
         )
-    return f"{seq} tokens" + ("" if given else " (the model's context)")
+    if given:
+        return f"{seq} tokens"
+    if seq < spec.max_context:  # the catalog's pre-training length (QL 39)
+        return (
+            f"{seq} tokens (the length {spec.name} was pre-trained at; its context, "
+            f"{spec.max_context:,}, came from a later long-context stage: --seq-len "
+            f"{spec.max_context} prices that)"
+        )
+    return f"{seq} tokens (the model's context)"
 
 
 def llm_energy(

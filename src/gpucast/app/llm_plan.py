@@ -114,7 +114,10 @@ class PlanLlmTrainRequest:
     model: str = option(help="A model of catalog/data/llm_models.csv.", example="llama-3-8b")
     tokens: float = option(help="Tokens to train on (e.g. 2e11).", example="2e11")
     seq_len: int | None = option(
-        None, help="Tokens per sequence (default: the model's context).", example="4096"
+        None,
+        help="Tokens per sequence (default: the length the model was pre-trained at, where the "
+        "catalog gives one, e.g. 8,192 for Llama 3.1; else its context).",
+        example="4096",
     )
     global_batch: int = option(help="Sequences per optimizer step.", example="1024")
     deadline_s: float | None = option(
@@ -566,7 +569,7 @@ def plan_llm_train(
     spec = llm_model(request.model)
     check_lora_rank(spec, request.lora_rank)
     catalog = load_catalog(offers_file(request.offers_file))
-    seq = request.seq_len or spec.max_context  # beyond the context: noted, as predict does
+    seq = request.seq_len or spec.training_seq_len  # beyond the context: noted, as predict
     perf = perf_params(None).value
     cluster = request_cluster(request, catalog)
     asked = request  # what the result (and a saved plan) says was asked

@@ -116,6 +116,9 @@ def parse_llm_models(text: str, path: str = _PATH) -> tuple[TransformerSpec, ...
                 ffn_hidden=whole("ffn_hidden"),
                 vocab=whole("vocab"),
                 max_context=whole("max_context"),
+                pretrain_seq_len=(  # optional column (a user's file may lack it)
+                    whole("pretrain_seq_len") if row.get("pretrain_seq_len", "").strip() else None
+                ),
                 activation=require_text(
                     row["activation"], path=path, line=line, column="activation"
                 ),

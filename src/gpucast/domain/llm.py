@@ -61,6 +61,9 @@ class TransformerSpec:
     ffn_hidden: int
     vocab: int
     max_context: int
+    #: the sequence length it was pre-trained at, where shorter than its context (Llama 3.1:
+    #: 8,192, extended to 131,072 after); the training verbs' default (None: max_context)
+    pretrain_seq_len: int | None = None
     activation: str = "silu"  # of the MLP: silu (SwiGLU when gated), gelu, relu
     gated_mlp: bool = True  # three matrices (gate, up, down) instead of two
     n_experts: int = 1
@@ -94,6 +97,16 @@ class TransformerSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidSpecError(f"{owner}.{name}", "must be an integer >= 1", got=value)
+        if self.pretrain_seq_len is not None and (
+            isinstance(self.pretrain_seq_len, bool)
+            or not isinstance(self.pretrain_seq_len, int)
+            or not 1 <= self.pretrain_seq_len <= self.max_context
+        ):
+            raise InvalidSpecError(
+                f"{owner}.pretrain_seq_len",
+                f"must be an integer from 1 to max_context ({self.max_context}), or empty",
+                got=self.pretrain_seq_len,
+            )
         if self.heads % self.kv_heads:
             raise InvalidSpecError(
                 f"{owner}.kv_heads",
@@ -114,6 +127,12 @@ class TransformerSpec:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise InvalidSpecError(f"{owner}.{name}", "must be > 0", got=value)
+
+    @property
+    def training_seq_len(self) -> int:
+        """The training verbs' default tokens per sequence: the pre-training length where the
+        catalog gives one, else the context."""
+        return self.pretrain_seq_len or self.max_context
 
     # -- widths ------------------------------------------------------------------------------
     @property
