@@ -60,7 +60,8 @@ the 30-day horizon, went from 93 s to 3 s). Runs go in chunks of about
 
 The public names are here (``__all__``); the code lives in private parts: the job, its delays,
 speed table and preparation into per-column arrays (``_transient_job``), the engine's window,
-chain and state arrays (``_transient_window``) and the engine itself (``_transient_engine``).
+chain and state arrays (``_transient_window``), the engine's server matrices and their draws
+(``_transient_servers``) and the engine itself (``_transient_engine``).
 """
 
 from __future__ import annotations
