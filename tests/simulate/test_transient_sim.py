@@ -338,12 +338,12 @@ def test_agrees_with_the_python_loop_across_windows_and_chunks(
     """Lifetimes of ~1 h against a ~1 h job, first windows of 10 minutes (each next one sized
     from the pace so far) and chunks of a few runs: the law of the outcome is still the
     per-event loop's."""
-    import gpucast.simulate.transient as transient
+    import gpucast.simulate._transient_engine as engine
 
     bench = load_benchmark("transient_speed")
     monkeypatch.setattr(bench, "LIFETIME", WeibullLifetime(scale_s=3600.0, shape=0.8))
-    monkeypatch.setattr(transient, "_CHUNK_INCARNATIONS", 500)
-    monkeypatch.setattr(transient._Engine, "_first_span", lambda self: np.full(self.runs, 600.0))
+    monkeypatch.setattr(engine, "_CHUNK_INCARNATIONS", 500)
+    monkeypatch.setattr(engine._Engine, "_first_span", lambda self: np.full(self.runs, 600.0))
     sc = bench.scenario(4, replace=replace)  # type: ignore[attr-defined]
     speed = SpeedTable.linear([4.5], [4])
     d_v, c_v, r_v = bench.vector_simulate(sc, speed, 2000, 21)  # type: ignore[attr-defined]
