@@ -24,10 +24,10 @@ from gpucast.domain.parallel import (
     ParallelLayout,
     ParallelStepPrediction,
 )
-from gpucast.predict import parallel
+from gpucast.predict import _parallel_search
+from gpucast.predict._parallel_memo import _step_time_floors
 from gpucast.predict.parallel import (
     SearchMemo,
-    _step_time_floors,
     best_layout,
     cluster_shape,
     enumerate_layouts,
@@ -185,7 +185,7 @@ def test_the_search_times_only_layouts_whose_floor_can_win(
         timed.append(args[2])
         return predict_training_step(*args, **kwargs)
 
-    monkeypatch.setattr(parallel, "predict_training_step", counted)
+    monkeypatch.setattr(_parallel_search, "predict_training_step", counted)
     best = best_layout(spec, gpu, case.gpus, case.batch, **case.args())
     assert best == fitting[0]
     assert fitting[0].layout in timed and len(timed) < len(fitting) / 2

@@ -337,7 +337,7 @@ class ParallelAssumptions:
       NVIDIA's MLPerf v4.0 Llama-2-70B LoRA logs (NeMo 24.04, no CUDA graphs) read ~8 ms.
     * ``lora_unfused``: LoRA adapters run as kernels of their own beside the frozen matrices
       (Megatron / NeMo, PEFT), moving their inputs and outputs through memory
-      (:func:`gpucast.predict.parallel._lora_traffic_per_layer`); False: fused into the base
+      (:func:`gpucast.predict._parallel_memory._lora_traffic_per_layer`); False: fused into the base
       matmuls' kernels, no traffic of their own (a frozen matrix's input is moved either way).
     """
 
