@@ -3,8 +3,8 @@
 ``clients`` users each keep one request outstanding: a user sends, waits for the last token,
 thinks a fixed ``think_s`` and sends the next (vLLM's ``benchmark_serving.py
 --max-concurrency N`` is this with no think time). Arrivals are made as completions happen:
-every finish in :func:`gpucast.simulate.llm_serving._run_instance` queues that user's next
-request ``think_s`` later, until ``duration_s``. The requests' token counts come from a
+every finish in :func:`gpucast.simulate._llm_serving_instance._run_instance` queues that
+user's next request ``think_s`` later, until ``duration_s``. The requests' token counts come from a
 pool drawn beforehand (taken in the order they are sent); a request that cannot run at all
 (beyond the context window or the KV cache) is rejected at once and its user sends the next.
 
