@@ -409,3 +409,15 @@ def test_link_figures_beyond_any_hardware_are_refused(key: str, value: str, matc
         load_cluster(None, load_catalog(), settings=settings)
     fastest = (("intra_node_gbps", "18000"), ("inter_node_gbps", "288000"))
     assert load_cluster(None, load_catalog(), settings=settings[:-1] + fastest) is not None
+
+
+def test_cluster_settings_keep_a_list_value_whole() -> None:
+    from gpucast.domain.errors import InvalidSpecError
+    from gpucast.domain.systems import parse_cluster_settings
+
+    assert parse_cluster_settings("gpu_ids=0,1,4,5,nodes=2") == (
+        ("gpu_ids", "0,1,4,5"), ("nodes", "2"),
+    )  # fmt: skip
+    assert parse_cluster_settings(["gpu_ids=0", "1"]) == (("gpu_ids", "0,1"),)
+    with pytest.raises(InvalidSpecError, match="must be KEY=VALUE"):
+        parse_cluster_settings("0,gpu_ids=1")
