@@ -254,6 +254,17 @@ def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> N
             InvalidSpecError,
             r"^cluster\.gpus_per_node: is 8 but gpu_ids names 3",
         ),
+        (  # QA 40 M #2: the file's link was silently replaced by the topology's
+            TOPOLOGY.replace("IDS", "0,1,6,7") + "intra_node_gbps: 300\n",
+            InvalidSpecError,
+            r"^cluster\.intra_node_gbps: cannot be given with topology: .*line 4.*drop "
+            r"intra_node_gbps, or drop topology",
+        ),
+        (
+            TOPOLOGY.replace("IDS", "0,1") + "intra_node: pcie\n",
+            InvalidSpecError,
+            r"^cluster\.intra_node: cannot be given with topology",
+        ),
         (
             "gpu: V100-32GB\ngpus_per_node: 1\ngpu_ids: 0,1\n",
             InvalidSpecError,
@@ -421,3 +432,14 @@ def test_cluster_settings_keep_a_list_value_whole() -> None:
     assert parse_cluster_settings(["gpu_ids=0", "1"]) == (("gpu_ids", "0,1"),)
     with pytest.raises(InvalidSpecError, match="must be KEY=VALUE"):
         parse_cluster_settings("0,gpu_ids=1")
+
+
+def test_a_catalog_shape_takes_a_topology_from_the_flags() -> None:
+    """The shape's own link gives way to --cluster-set topology (only a link the user wrote
+    beside a topology is refused)."""
+    settings = (("topology", "hgx-h100"),)
+    spec = load_cluster("DGX-H100", load_catalog(), settings=settings)
+    assert spec is not None and spec.gpus_per_node == 8
+    assert "ring all-reduce of gpu0" in spec.shape.link_source
+    with pytest.raises(InvalidSpecError, match=r"^cluster\.intra_node_gbps: cannot be given"):
+        load_cluster("DGX-H100", load_catalog(), settings=(*settings, ("intra_node_gbps", "9")))

@@ -319,6 +319,12 @@ def _topology_link(
             raise _bad(origin, "gpu_ids", "needs a topology to name GPUs of",
                        fix=origin.add("topology", EXAMPLES["topology"]))  # fmt: skip
         return None
+    for key in ("intra_node", "intra_node_gbps"):  # QA 40 M #2: both were silently replaced
+        given = values.get(key) is not None and (origin.kind != "catalog" or key in origin.flagged)
+        if given:
+            raise _bad(origin, key, "cannot be given with topology: the topology's GPUs "
+                       "(gpu_ids) set the link", got=values[key],
+                       fix=f"drop {key}, or drop topology to give the link yourself")  # fmt: skip
     from gpucast.inputs.topology import resolve_topology
     from gpucast.predict.topology import allreduce_bandwidth_gb_per_s
 
