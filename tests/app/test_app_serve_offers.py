@@ -171,3 +171,18 @@ def test_cost_per_million_requests_is_per_request_served_in_both_verbs() -> None
     assert run["cost_usd_per_million"] == pytest.approx(want, rel=1e-12)
     assert best.cost_usd_per_million == pytest.approx(want, rel=1e-9)
     assert usd_per_million(1.0, 0.0) == float("inf")  # nothing served
+
+
+def test_plan_serve_names_an_asked_gpu_it_could_not_plan() -> None:
+    """--mig A30:1g.6gb,A100-40GB:1g.5gb planned the A100 alone without a word (QA 40 M #4)."""
+    result = gpucast.plan_serve(
+        models=["resnet50"], rate=50, slo="p99<100ms", duration_s=2,
+        migs=["A30:1g.6gb", "A100-40GB:1g.5gb"],
+    )  # fmt: skip
+    out = result.to_dict()
+    assert out["assumptions"]["not planned"].startswith("A30: no catalog offer prices it")
+    assert {g["server"]["name"] for c in out["candidates"] for g in c["groups"]} == {
+        "A100-40GB/1g.5gb"
+    }
+    with pytest.raises(InvalidInputError, match=r"mig: no server to plan on: A30: no catalog"):
+        gpucast.plan_serve(models=["resnet50"], rate=50, slo="p99<100ms", migs=["A30:1g.6gb"])

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpucast.domain.catalog import GpuSpec, Offer
+from gpucast.domain.catalog import Catalog, GpuSpec, Offer
 from gpucast.domain.errors import InvalidSpecError, UnknownModelError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.llm_infer import EngineProfile, check_weight_units
@@ -509,13 +509,17 @@ def unoffered_gpus(
     providers: tuple[str, ...] = (),
     regions: tuple[str, ...] = (),
     spot: bool = False,
+    catalog: Catalog | None = None,
+    no_offer: str | None = None,
 ) -> list[str]:
     """Each of ``gpus`` (asked for) missing from ``offered`` (the GPU types
-    :func:`gpu_offers` priced), with why: the catalog has no offer of it at all, or none
+    :func:`gpu_offers` priced), with why: the catalog has no offer of it at all (``no_offer``
+    says what to do instead; default: the language-model planner's ``--price``), or none
     within the provider, region and spot filters."""
-    from gpucast.catalog import load_catalog
+    if catalog is None:
+        from gpucast.catalog import load_catalog
 
-    catalog = load_catalog()
+        catalog = load_catalog()
     out = []
     for name in sorted({catalog.gpu(g).name for g in gpus} - offered):
         if any(o.gpus >= 1 for o in catalog.find_offers(gpu=name, cpu_only=False)):
@@ -523,7 +527,7 @@ def unoffered_gpus(
             filters += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
             why = f"no offer within {' '.join(filters)}"
         else:
-            why = (
+            why = no_offer or (
                 "no catalog offer prices it (plan serve rents GPUs at the catalog's prices; "
                 "--price USD_PER_GPU_HOUR plans it on the catalog's node of it, and "
                 f"`gpucast simulate serve --model {model} --gpu {name} --price USD_PER_HOUR` "

@@ -323,12 +323,46 @@ def build_server_options(
         )
         targets[name] = (None, None, offer)
     if not options:
+        missing = unserved_gpus(
+            catalog, (*gpus, *mig_wanted), options, providers=providers, regions=regions, spot=spot
+        )
+        if missing:  # QA 40 M #3: it was "no catalog offer matches the filters" for --mig A30:...
+            first = missing[0].partition(":")[0]
+            raise InvalidSpecError(
+                "mig" if migs else "gpu",
+                "no server to plan on: " + "; ".join(missing),
+                fix="plan serve rents catalog offers (--price changes their price, not which "
+                "exist): pick GPUs with offers (gpucast catalog offers) or add one (--offers "
+                f"FILE); `gpucast simulate serve --gpu {first} --price USD_PER_HOUR` runs one at "
+                "your price",
+            )
         raise InvalidSpecError(
             "servers",
             "no catalog offer matches the filters",
             fix="relax --gpu / --provider / --region / --spot",
         )
     return options, targets
+
+
+def unserved_gpus(
+    catalog: Catalog,
+    asked: Sequence[str],
+    options: Sequence[ServerOption],
+    *,
+    providers: Sequence[str] = (),
+    regions: Sequence[str] = (),
+    spot: bool = False,
+) -> list[str]:
+    """The GPUs of ``asked`` (``--gpu`` and ``--mig``'s GPUs) that no server option runs on,
+    each with why: no catalog offer at all, or none within the filters. ``plan serve``
+    rents a catalog offer for every server (``--price`` changes its price, not which exist)."""
+    from gpucast.inputs.llm_serving import unoffered_gpus
+
+    return unoffered_gpus(
+        tuple(asked), {o.gpu for o in options if o.gpu is not None}, providers=tuple(providers),
+        regions=tuple(regions), spot=spot, catalog=catalog, model="",
+        no_offer="no catalog offer prices it",
+    )  # fmt: skip
 
 
 # -- latency curves -------------------------------------------------------------------------
