@@ -291,8 +291,8 @@ class ClusterSpec:
         """One line: the nodes, their links and the price."""
         s = self.shape
         intra = f"{s.intra_node} {s.intra_node_gbps:g} GB/s per GPU"
-        if s.link_source:
-            intra += f": {s.link_source}"
+        if s.link_source:  # a topology's ring, not a switch (QA 40 M #7 read "nvswitch" on a DGX-1)
+            intra = f"{s.intra_node_gbps:g} GB/s per GPU: {s.link_source}"
         if s.inter_node_gbps is None:
             inter = "no inter-node network"
         else:
