@@ -186,3 +186,21 @@ def test_plan_serve_names_an_asked_gpu_it_could_not_plan() -> None:
     }
     with pytest.raises(InvalidInputError, match=r"mig: no server to plan on: A30: no catalog"):
         gpucast.plan_serve(models=["resnet50"], rate=50, slo="p99<100ms", migs=["A30:1g.6gb"])
+
+
+def test_simulate_serve_says_when_its_slices_span_more_gpus() -> None:
+    """8 1g.5gb slices need 2 A100s; the cost counted 8 slice shares without a word (QA 40
+    M #8). An empty --mig ran the whole GPU (#9)."""
+    run = gpucast.simulate_serve(
+        model="resnet50", gpu="A100-40GB", mig="1g.5gb", servers=8, rate=20, duration_s=2
+    ).to_dict()
+    slice_usd = run["cost_usd_per_hour"] / 8
+    said = run["sources"]["price"]
+    assert "8 slices span 2 GPUs (7 1g.5gb a GPU)" in said
+    assert f"the GPUs cost {2 * 7 * slice_usd:.4g} US$/h" in said
+    seven = gpucast.simulate_serve(
+        model="resnet50", gpu="A100-40GB", mig="1g.5gb", servers=7, rate=20, duration_s=2
+    ).to_dict()
+    assert "span" not in seven["sources"]["price"]
+    with pytest.raises(InvalidInputError, match=r"^mig: is empty; name a profile"):
+        gpucast.simulate_serve(model="resnet50", gpu="A100-40GB", mig=" ", rate=20)

@@ -50,6 +50,14 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
         regions=request.regions, spot=request.spot,
     )  # fmt: skip
     sources: dict[str, str] = {"price": server.price.source}
+    if server.mig is not None and request.servers > server.mig.max_instances:
+        per_gpu = server.mig.max_instances  # QA 40 M #8: 8 slices of 7 a GPU, priced silently
+        gpus = math.ceil(request.servers / per_gpu)
+        sources["price"] += (
+            f"; {request.servers} slices span {gpus} GPUs ({per_gpu} {server.mig.name} a GPU): "
+            "the cost counts the slices; rented whole, as plan serve prices them, the GPUs "
+            f"cost {gpus * per_gpu * server.price.value:.4g} US$/h"
+        )
     engine = inputs.serving_efficiency(request.engine, precision)
     work = inputs.inference_work(request.model, precision, dict(request.workload_options))
     if request.input_kb is not None:

@@ -141,6 +141,11 @@ def gpu_server(
     from gpucast.predict.serving import mig_profile
 
     spec = catalog.gpu(gpu)
+    if mig is not None and not mig.strip():  # QA 40 M #9: --mig '' ran the whole GPU
+        raise InvalidSpecError(
+            "mig", "is empty", fix=f"name a profile (gpucast catalog mig --gpu {spec.name}), "
+            "or leave --mig out for the whole GPU",
+        )  # fmt: skip
     profile = mig_profile(spec, mig, catalog.mig_gpu_names(), field="gpu") if mig else None
     any_: list[str | None] = [None]
     offers = [
