@@ -204,3 +204,12 @@ def test_simulate_serve_says_when_its_slices_span_more_gpus() -> None:
     assert "span" not in seven["sources"]["price"]
     with pytest.raises(InvalidInputError, match=r"^mig: is empty; name a profile"):
         gpucast.simulate_serve(model="resnet50", gpu="A100-40GB", mig=" ", rate=20)
+
+
+def test_a_slice_too_small_for_the_largest_batch_names_the_batch() -> None:
+    """bert-large at --max-batch 32 needs 8.28 GiB, a 1g.5gb slice holds 3.75 GiB: the fix
+    listed instances, GPUs and spreading, not the batch that made it too big (QA 40 M #14)."""
+    args = dict(model="bert-large", gpu="A100-40GB", mig="1g.5gb", rate=10, duration_s=2)
+    with pytest.raises(InvalidInputError, match=r"memory: models need 8\.28 GiB .*--max-batch"):
+        gpucast.simulate_serve(**args, max_batch=32)
+    assert gpucast.simulate_serve(**args, max_batch=4).to_dict()["served"] > 0
