@@ -152,6 +152,7 @@ def test_a_topology_and_a_gpu_subset_set_the_link(tmp_path: Path) -> None:
         said = cluster_assumption(spec).value
         assert f"{ring:g} GB/s each way" in said
         assert "nvswitch" not in said  # a DGX-1 has no NVSwitch (QA 40 M #7)
+        assert "fewer of them (--gpus) are priced at this ring too" in said  # QA 40 M #15
         links[ids] = spec.shape.intra_node_gbps
     assert links["0,1,2,3"] > links["0,1,4,5"] > links["gpu0,gpu1,gpu6,gpu7"]
     # without gpu_ids: the first gpus_per_node GPUs (or all of them)

@@ -367,7 +367,9 @@ def _topology_link(
     ring = allreduce_bandwidth_gb_per_s(topology, ids)
     note = (
         f"ring all-reduce of {', '.join(ids)} on {topology.name} "
-        f"{ring:g} GB/s each way (x2 = {2 * ring:g} GB/s both directions; {topology.source})"
+        f"{ring:g} GB/s each way (x2 = {2 * ring:g} GB/s both directions; {topology.source}); "
+        # QA 40 M #15: --gpus 2 of 0,1,6,7 took the 4-GPU ring's figure without a word
+        "fewer of them (--gpus) are priced at this ring too: set gpu_ids to the GPUs a job gets"
     )
     return len(ids), 2.0 * ring, note
 
