@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpucast.domain.catalog import Catalog, GpuSpec, Offer
+from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.errors import InvalidSpecError, UnknownModelError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.llm_infer import EngineProfile, check_weight_units
@@ -499,42 +499,6 @@ def own_node_offer(gpu: str) -> Offer | None:
         source_url=node.source_url,
         as_of=node.as_of,
     )
-
-
-def unoffered_gpus(
-    gpus: tuple[str, ...],
-    offered: set[str],
-    *,
-    model: str,
-    providers: tuple[str, ...] = (),
-    regions: tuple[str, ...] = (),
-    spot: bool = False,
-    catalog: Catalog | None = None,
-    no_offer: str | None = None,
-) -> list[str]:
-    """Each of ``gpus`` (asked for) missing from ``offered`` (the GPU types
-    :func:`gpu_offers` priced), with why: the catalog has no offer of it at all (``no_offer``
-    says what to do instead; default: the language-model planner's ``--price``), or none
-    within the provider, region and spot filters."""
-    if catalog is None:
-        from gpucast.catalog import load_catalog
-
-        catalog = load_catalog()
-    out = []
-    for name in sorted({catalog.gpu(g).name for g in gpus} - offered):
-        if any(o.gpus >= 1 for o in catalog.find_offers(gpu=name, cpu_only=False)):
-            filters = [f"--provider {','.join(providers)}"] * bool(providers)
-            filters += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
-            why = f"no offer within {' '.join(filters)}"
-        else:
-            why = no_offer or (
-                "no catalog offer prices it (plan serve rents GPUs at the catalog's prices; "
-                "--price USD_PER_GPU_HOUR plans it on the catalog's node of it, and "
-                f"`gpucast simulate serve --model {model} --gpu {name} --price USD_PER_HOUR` "
-                "simulates a deployment at your price)"
-            )
-        out.append(f"{name}: {why}")
-    return out
 
 
 def gpu_choice(

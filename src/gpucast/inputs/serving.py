@@ -361,13 +361,47 @@ def unserved_gpus(
     """The GPUs of ``asked`` (``--gpu`` and ``--mig``'s GPUs) that no server option runs on,
     each with why: no catalog offer at all, or none within the filters. ``plan serve``
     rents a catalog offer for every server (``--price`` changes its price, not which exist)."""
-    from gpucast.inputs.llm_serving import unoffered_gpus
-
     return unoffered_gpus(
         tuple(asked), {o.gpu for o in options if o.gpu is not None}, providers=tuple(providers),
         regions=tuple(regions), spot=spot, catalog=catalog, model="",
         no_offer="no catalog offer prices it",
     )  # fmt: skip
+
+
+def unoffered_gpus(
+    gpus: tuple[str, ...],
+    offered: set[str],
+    *,
+    model: str,
+    providers: tuple[str, ...] = (),
+    regions: tuple[str, ...] = (),
+    spot: bool = False,
+    catalog: Catalog | None = None,
+    no_offer: str | None = None,
+) -> list[str]:
+    """Each of ``gpus`` (asked for) missing from ``offered`` (the GPU types
+    :func:`gpu_offers` priced), with why: the catalog has no offer of it at all (``no_offer``
+    says what to do instead; default: the language-model planner's ``--price``), or none
+    within the provider, region and spot filters."""
+    if catalog is None:
+        from gpucast.catalog import load_catalog
+
+        catalog = load_catalog()
+    out = []
+    for name in sorted({catalog.gpu(g).name for g in gpus} - offered):
+        if any(o.gpus >= 1 for o in catalog.find_offers(gpu=name, cpu_only=False)):
+            filters = [f"--provider {','.join(providers)}"] * bool(providers)
+            filters += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
+            why = f"no offer within {' '.join(filters)}"
+        else:
+            why = no_offer or (
+                "no catalog offer prices it (plan serve rents GPUs at the catalog's prices; "
+                "--price USD_PER_GPU_HOUR plans it on the catalog's node of it, and "
+                f"`gpucast simulate serve --model {model} --gpu {name} --price USD_PER_HOUR` "
+                "simulates a deployment at your price)"
+            )
+        out.append(f"{name}: {why}")
+    return out
 
 
 # -- latency curves -------------------------------------------------------------------------
