@@ -213,3 +213,21 @@ def test_a_slice_too_small_for_the_largest_batch_names_the_batch() -> None:
     with pytest.raises(InvalidInputError, match=r"memory: models need 8\.28 GiB .*--max-batch"):
         gpucast.simulate_serve(**args, max_batch=32)
     assert gpucast.simulate_serve(**args, max_batch=4).to_dict()["served"] > 0
+
+
+def test_a_slices_links_say_the_figures_it_runs_at() -> None:
+    """A 1g.5gb slice runs at a seventh of the GPU's PCIe and NIC share, but its pcie line read
+    the whole GPU's 31.5 GB/s and its link '3.42857 Gbit/s' (QA 40 M #16, #11)."""
+    run = gpucast.simulate_serve(
+        model="resnet50", gpu="A100-40GB", mig="1g.5gb", rate=10, duration_s=2
+    ).to_dict()
+    whole = gpucast.simulate_serve(model="resnet50", gpu="A100-40GB", rate=10, duration_s=2)
+    whole_pcie = float(whole.to_dict()["sources"]["pcie"].split(" GB/s")[0])
+    pcie = run["sources"]["pcie"]
+    assert pcie.startswith(f"{whole_pcie / 7:.3g} GB/s a slice: {whole_pcie:g} GB/s")
+    assert pcie.endswith("shared by 7 1g.5gb slices")
+    network = run["sources"]["network"]
+    nic = float(whole.to_dict()["sources"]["network"].split("holds the ")[1].split(" ")[0])
+    assert f"the {round(nic / 7, 2):g} Gbit/s link" in network
+    assert network.endswith("shared by 7 1g.5gb slices") and f"{nic / 7:g}" not in network
+    assert "shared by" not in whole.to_dict()["sources"]["pcie"]

@@ -114,6 +114,12 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
     sources["pcie"] = (
         f"{pcie:g} GB/s (given)" if request.pcie_gbps else inputs.pcie_gbps(server.spec).source
     )
+    if server.mig is not None and slices > 1:  # QA 40 M #16: the line said 31.5, it ran 4.5
+        shared = f"shared by {slices} {server.mig.name} slices"
+        if not request.pcie_gbps:
+            sources["pcie"] = f"{pcie:.3g} GB/s a slice: {sources['pcie']} {shared}"
+        if overhead is not None and not request.network_gbps:
+            sources["network"] += f"; that link is the GPU's NIC share, {shared}"
     if miss_bytes:
         sources["pcie"] += (
             f"; its share counts the input copies and the embedding misses ({miss_bytes:,.0f} B "

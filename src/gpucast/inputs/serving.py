@@ -680,11 +680,12 @@ def request_overhead(work: InferenceWork, network_gbps: float) -> Sourced[float]
     from gpucast.predict.serving import ZONE_RTT_S
 
     transfer_ms = work.input_bytes_per_sample * 8.0 / (network_gbps * 1e9) * 1e3
+    most_rps = network_gbps * 1e9 / (8 * work.input_bytes_per_sample)
     return Sourced(
         ZONE_RTT_S,
         f"{ZONE_RTT_S * 1e3:.3g} ms round trip; the {work.input_bytes_per_sample / 1e3:.0f} KB "
-        f"input holds the {network_gbps:g} Gbit/s link {transfer_ms:.3g} ms (a FIFO stage: "
-        f"{network_gbps * 1e9 / (8 * work.input_bytes_per_sample):.0f} req/s at most)",
+        f"input holds the {round(network_gbps, 2):g} Gbit/s link {transfer_ms:.3g} ms "
+        f"(a FIFO stage: {most_rps:.0f} req/s at most)",
     )
 
 
