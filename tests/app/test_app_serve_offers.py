@@ -171,3 +171,63 @@ def test_cost_per_million_requests_is_per_request_served_in_both_verbs() -> None
     assert run["cost_usd_per_million"] == pytest.approx(want, rel=1e-12)
     assert best.cost_usd_per_million == pytest.approx(want, rel=1e-9)
     assert usd_per_million(1.0, 0.0) == float("inf")  # nothing served
+
+
+def test_plan_serve_names_an_asked_gpu_it_could_not_plan() -> None:
+    """--mig A30:1g.6gb,A100-40GB:1g.5gb planned the A100 alone without a word (QA 40 M #4)."""
+    result = gpucast.plan_serve(
+        models=["resnet50"], rate=50, slo="p99<100ms", duration_s=2,
+        migs=["A30:1g.6gb", "A100-40GB:1g.5gb"],
+    )  # fmt: skip
+    out = result.to_dict()
+    assert out["assumptions"]["not planned"].startswith("A30: no catalog offer prices it")
+    assert {g["server"]["name"] for c in out["candidates"] for g in c["groups"]} == {
+        "A100-40GB/1g.5gb"
+    }
+    with pytest.raises(InvalidInputError, match=r"mig: no server to plan on: A30: no catalog"):
+        gpucast.plan_serve(models=["resnet50"], rate=50, slo="p99<100ms", migs=["A30:1g.6gb"])
+
+
+def test_simulate_serve_says_when_its_slices_span_more_gpus() -> None:
+    """8 1g.5gb slices need 2 A100s; the cost counted 8 slice shares without a word (QA 40
+    M #8). An empty --mig ran the whole GPU (#9)."""
+    run = gpucast.simulate_serve(
+        model="resnet50", gpu="A100-40GB", mig="1g.5gb", servers=8, rate=20, duration_s=2
+    ).to_dict()
+    slice_usd = run["cost_usd_per_hour"] / 8
+    said = run["sources"]["price"]
+    assert "8 slices span 2 GPUs (7 1g.5gb a GPU)" in said
+    assert f"the GPUs cost {2 * 7 * slice_usd:.4g} US$/h" in said
+    seven = gpucast.simulate_serve(
+        model="resnet50", gpu="A100-40GB", mig="1g.5gb", servers=7, rate=20, duration_s=2
+    ).to_dict()
+    assert "span" not in seven["sources"]["price"]
+    with pytest.raises(InvalidInputError, match=r"^mig: is empty; name a profile"):
+        gpucast.simulate_serve(model="resnet50", gpu="A100-40GB", mig=" ", rate=20)
+
+
+def test_a_slice_too_small_for_the_largest_batch_names_the_batch() -> None:
+    """bert-large at --max-batch 32 needs 8.28 GiB, a 1g.5gb slice holds 3.75 GiB: the fix
+    listed instances, GPUs and spreading, not the batch that made it too big (QA 40 M #14)."""
+    args = dict(model="bert-large", gpu="A100-40GB", mig="1g.5gb", rate=10, duration_s=2)
+    with pytest.raises(InvalidInputError, match=r"memory: models need 8\.28 GiB .*--max-batch"):
+        gpucast.simulate_serve(**args, max_batch=32)
+    assert gpucast.simulate_serve(**args, max_batch=4).to_dict()["served"] > 0
+
+
+def test_a_slices_links_say_the_figures_it_runs_at() -> None:
+    """A 1g.5gb slice runs at a seventh of the GPU's PCIe and NIC share, but its pcie line read
+    the whole GPU's 31.5 GB/s and its link '3.42857 Gbit/s' (QA 40 M #16, #11)."""
+    run = gpucast.simulate_serve(
+        model="resnet50", gpu="A100-40GB", mig="1g.5gb", rate=10, duration_s=2
+    ).to_dict()
+    whole = gpucast.simulate_serve(model="resnet50", gpu="A100-40GB", rate=10, duration_s=2)
+    whole_pcie = float(whole.to_dict()["sources"]["pcie"].split(" GB/s")[0])
+    pcie = run["sources"]["pcie"]
+    assert pcie.startswith(f"{whole_pcie / 7:.3g} GB/s a slice: {whole_pcie:g} GB/s")
+    assert pcie.endswith("shared by 7 1g.5gb slices")
+    network = run["sources"]["network"]
+    nic = float(whole.to_dict()["sources"]["network"].split("holds the ")[1].split(" ")[0])
+    assert f"the {round(nic / 7, 2):g} Gbit/s link" in network
+    assert network.endswith("shared by 7 1g.5gb slices") and f"{nic / 7:g}" not in network
+    assert "shared by" not in whole.to_dict()["sources"]["pcie"]

@@ -189,6 +189,10 @@ def test_mig_invalid_layout_is_one_line_exit_2() -> None:
     line = result.stderr.strip()
     assert "\n" not in line and "rule placement" in line
     assert runner.invoke(app, ["catalog", "mig", "--gpu", "V100"]).exit_code == 2
+    # --profile names the flag, not a layout rule (QA 40 M #10)
+    result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--profile", "bogus"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: profile: 'bogus' is not a MIG profile of A100-40GB")
 
 
 def test_mig_layout_outside_its_profiles_is_refused_in_python_and_on_the_cli() -> None:

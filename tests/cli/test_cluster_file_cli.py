@@ -170,3 +170,22 @@ def test_every_missing_link_field_is_named_in_one_error() -> None:
     assert "cluster.intra_node: is required with 8 GPUs per node" in line
     assert "so is inter_node_gbps (for nodes > 1)" in line
     assert "add intra_node: nvswitch and inter_node_gbps: 400" in line
+
+
+def test_cluster_set_takes_a_gpu_id_list_as_the_readme_writes_it() -> None:
+    """`--cluster-set gpu_ids=0,1,6,7` (README: a cluster file *or --cluster-set* gives
+    gpu_ids) was 'cluster-set: must be KEY=VALUE (got '1')': the comma between pairs split the
+    list (QA 40 M #1). Now it is the file's gpu_ids, and the ring over PCIe/QPI is slower."""
+    Path("dgx.yaml").write_text("name: dgx\ngpu: V100-32GB\ntopology: dgx1-v100\n")
+    base = ["predict", "train", "--workload", "bert-base", "--batch-size", "32", "--cluster"]
+    out = {}
+    for ids in ("0,1,2,3", "0,1,6,7"):
+        args = [*base, "dgx.yaml", "--cluster-set", f"gpu_ids={ids}", "--json"]
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        step = json.loads(result.output)["data_parallel"]
+        assert step["gpus"] == 4
+        out[ids] = step["breakdown_s"]["allreduce_s"]
+    assert out["0,1,2,3"] < out["0,1,6,7"]
+    result = runner.invoke(cli, [*base, "dgx.yaml", "--cluster-set", "gpu_ids=0,9"])
+    assert result.exit_code == 2 and "cluster.gpu_ids: '9' is not a GPU" in result.output

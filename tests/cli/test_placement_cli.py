@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpucast.cli.app import app
@@ -19,6 +20,11 @@ def test_placement_json_and_table() -> None:
     data = json.loads(result.stdout)
     assert data["mapa"]["bandwidth_gb_per_s"] == 50.0
     assert data["first_fit"]["gpus"] == ["gpu0", "gpu1"] and len(data["candidates"]) == 3
+    # first-fit's score is its set's MAPA score (NV1 pair: 25/50 - 0.5 x 5/12), not 0.0
+    assert data["first_fit"]["score"] == pytest.approx(0.5 - 0.5 * 5 / 12)
+    full = json.loads(runner.invoke(app, [*argv[:-2], "--top", "50", "--json"]).stdout)
+    same = [c for c in full["candidates"] if c["gpus"] == ["gpu0", "gpu1"]]
+    assert same == [data["first_fit"]]
     assert data["queue"] == [] and data["throughput_ratio"] is None
     table = runner.invoke(app, argv)
     assert table.exit_code == 0 and "first-fit would take gpu0,gpu1" in table.stdout

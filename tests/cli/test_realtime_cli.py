@@ -40,6 +40,7 @@ def test_a_single_deadline() -> None:
         (["--request-class", "a:1:0.001:0"], "request-class: mlp/a: 0.001 ms is shorter"),
         (["--request-class", "a:0.5:10,b:0.4:10"], "shares must add up to 1"),
         (["--request-class", "a:1"], "NAME:SHARE:DEADLINE_MS"),
+        (["--request-class", "a:0.5:10,a:0.5:20"], "('a' is given twice) (got ['a', 'a']); give"),
         (["--request-class", "a:1:10", "--scheduler", "lifo"], "scheduler"),
         (["--deadline-ms", "10", "--find-saturation"], "open-loop arrivals only"),
     ],

@@ -149,7 +149,10 @@ def test_a_topology_and_a_gpu_subset_set_the_link(tmp_path: Path) -> None:
         names = [t if t.startswith("gpu") else f"gpu{t}" for t in ids.split(",")]
         ring = allreduce_bandwidth_gb_per_s(dgx1, names)
         assert spec.shape.intra_node_gbps == pytest.approx(2 * ring)
-        assert f"{ring:g} GB/s each way" in cluster_assumption(spec).value
+        said = cluster_assumption(spec).value
+        assert f"{ring:g} GB/s each way" in said
+        assert "nvswitch" not in said  # a DGX-1 has no NVSwitch (QA 40 M #7)
+        assert "fewer of them (--gpus) are priced at this ring too" in said  # QA 40 M #15
         links[ids] = spec.shape.intra_node_gbps
     assert links["0,1,2,3"] > links["0,1,4,5"] > links["gpu0,gpu1,gpu6,gpu7"]
     # without gpu_ids: the first gpus_per_node GPUs (or all of them)
@@ -253,6 +256,17 @@ def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> N
             TOPOLOGY.replace("IDS", "0,1,2") + "gpus_per_node: 8\n",
             InvalidSpecError,
             r"^cluster\.gpus_per_node: is 8 but gpu_ids names 3",
+        ),
+        (  # QA 40 M #2: the file's link was silently replaced by the topology's
+            TOPOLOGY.replace("IDS", "0,1,6,7") + "intra_node_gbps: 300\n",
+            InvalidSpecError,
+            r"^cluster\.intra_node_gbps: cannot be given with topology: .*line 4.*drop "
+            r"intra_node_gbps, or drop topology",
+        ),
+        (
+            TOPOLOGY.replace("IDS", "0,1") + "intra_node: pcie\n",
+            InvalidSpecError,
+            r"^cluster\.intra_node: cannot be given with topology",
         ),
         (
             "gpu: V100-32GB\ngpus_per_node: 1\ngpu_ids: 0,1\n",
@@ -409,3 +423,26 @@ def test_link_figures_beyond_any_hardware_are_refused(key: str, value: str, matc
         load_cluster(None, load_catalog(), settings=settings)
     fastest = (("intra_node_gbps", "18000"), ("inter_node_gbps", "288000"))
     assert load_cluster(None, load_catalog(), settings=settings[:-1] + fastest) is not None
+
+
+def test_cluster_settings_keep_a_list_value_whole() -> None:
+    from gpucast.domain.errors import InvalidSpecError
+    from gpucast.domain.systems import parse_cluster_settings
+
+    assert parse_cluster_settings("gpu_ids=0,1,4,5,nodes=2") == (
+        ("gpu_ids", "0,1,4,5"), ("nodes", "2"),
+    )  # fmt: skip
+    assert parse_cluster_settings(["gpu_ids=0", "1"]) == (("gpu_ids", "0,1"),)
+    with pytest.raises(InvalidSpecError, match="must be KEY=VALUE"):
+        parse_cluster_settings("0,gpu_ids=1")
+
+
+def test_a_catalog_shape_takes_a_topology_from_the_flags() -> None:
+    """The shape's own link gives way to --cluster-set topology (only a link the user wrote
+    beside a topology is refused)."""
+    settings = (("topology", "hgx-h100"),)
+    spec = load_cluster("DGX-H100", load_catalog(), settings=settings)
+    assert spec is not None and spec.gpus_per_node == 8
+    assert "ring all-reduce of gpu0" in spec.shape.link_source
+    with pytest.raises(InvalidSpecError, match=r"^cluster\.intra_node_gbps: cannot be given"):
+        load_cluster("DGX-H100", load_catalog(), settings=(*settings, ("intra_node_gbps", "9")))

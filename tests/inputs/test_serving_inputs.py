@@ -280,3 +280,25 @@ def test_a_latency_table_says_what_it_leaves_to_extrapolation_and_what_no_device
     assert "falls from batch 2 to batch 4 (1 such step)" in w
     fine = LatencyCurve(batch_sizes=(1, 8), latency_s=(0.004, 0.012), source="measured: t.csv")
     assert latency_table_warnings(fine, 8, "latency-table") == []
+
+
+def test_a_gpu_without_an_offer_is_named_not_blamed_on_filters() -> None:
+    """`plan serve --mig A30:1g.6gb` (no filter given) said "no catalog offer matches the
+    filters; relax --gpu / --provider / --region / --spot", and --price did not help (QA 40 M
+    #3): the error names the GPU and why; one asked GPU with offers is planned alone and the
+    other is named by unserved_gpus (the app's `not planned` line)."""
+    catalog = load_catalog()
+    for kwargs in ({"migs": ["A30:1g.6gb"]}, {"gpus": ["A30"], "price_usd_per_gpu_hour": 1.0}):
+        with pytest.raises(InvalidSpecError) as err:
+            inputs.build_server_options(catalog=catalog, **kwargs)  # type: ignore[arg-type]
+        text = str(err.value)
+        assert "no server to plan on: A30: no catalog offer prices it" in text
+        assert "relax" not in text and "simulate serve --gpu A30 --price" in text
+    with pytest.raises(InvalidSpecError, match=r"gpu: no server to plan on: P4: no offer within "
+                       r"--provider aws"):  # fmt: skip
+        inputs.build_server_options(gpus=["P4"], providers=["aws"], no_mig=True)
+    options, _ = inputs.build_server_options(migs=["A30:1g.6gb", "A100-40GB:1g.5gb"])
+    assert [o.name for o in options] == ["A100-40GB/1g.5gb"]
+    assert inputs.unserved_gpus(catalog, ["A30", "A100-40GB"], options) == [
+        "A30: no catalog offer prices it"
+    ]

@@ -59,7 +59,7 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
     from gpucast.domain.llm_serving import parse_token_lengths
     from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
     from gpucast.inputs import llm_serving as inputs
-    from gpucast.inputs.serving import PRICE_REPLACES_SPOT
+    from gpucast.inputs.serving import PRICE_REPLACES_SPOT, unoffered_gpus
     from gpucast.plan.llm_serve import SAMPLED_REQUESTS, plan_llm_serving
     from gpucast.simulate.llm_serving import PERCENTILE_RULE
 
@@ -106,7 +106,7 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
     mode = COMPUTE_MODE.get(request.precision or "", "")
     units = "fp8 tensor cores" if mode == "fp8" else f"{mode} units"
     # the GPUs asked for that are not tried, each with why (plan.infeasible lists them)
-    skipped = inputs.unoffered_gpus(
+    skipped = unoffered_gpus(
         request.gpus, {gpu.name for gpu, _offer, _price in offers}, model=name,
         providers=request.providers, regions=request.regions, spot=request.spot,
     )  # fmt: skip

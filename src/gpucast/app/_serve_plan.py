@@ -78,6 +78,11 @@ def planned_serve(request: PlanServeRequest) -> PlanServeResult:
         catalog=catalog,
         price_usd_per_gpu_hour=request.price,
     )
+    asked = (*request.gpus, *(m.partition(":")[0] for m in request.migs))
+    unserved = inputs.unserved_gpus(catalog, asked, servers, providers=request.providers,
+                                    regions=request.regions, spot=request.spot)  # fmt: skip
+    if unserved:  # QA 40 M #4: --mig A30:1g.6gb,A100-40GB:1g.5gb dropped the A30 silently
+        sources["not planned"] = "; ".join(unserved) + " (plan serve rents catalog offers)"
     host_changes: dict[str, Any] = {"host_concurrency": request.host_concurrency}
     if request.host_capacity_rps is not None:
         host = inputs.given_host_capacity(request.host_capacity_rps)

@@ -50,6 +50,14 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
         regions=request.regions, spot=request.spot,
     )  # fmt: skip
     sources: dict[str, str] = {"price": server.price.source}
+    if server.mig is not None and request.servers > server.mig.max_instances:
+        per_gpu = server.mig.max_instances  # QA 40 M #8: 8 slices of 7 a GPU, priced silently
+        gpus = math.ceil(request.servers / per_gpu)
+        sources["price"] += (
+            f"; {request.servers} slices span {gpus} GPUs ({per_gpu} {server.mig.name} a GPU): "
+            "the cost counts the slices; rented whole, as plan serve prices them, the GPUs "
+            f"cost {gpus * per_gpu * server.price.value:.4g} US$/h"
+        )
     engine = inputs.serving_efficiency(request.engine, precision)
     work = inputs.inference_work(request.model, precision, dict(request.workload_options))
     if request.input_kb is not None:
@@ -106,6 +114,12 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
     sources["pcie"] = (
         f"{pcie:g} GB/s (given)" if request.pcie_gbps else inputs.pcie_gbps(server.spec).source
     )
+    if server.mig is not None and slices > 1:  # QA 40 M #16: the line said 31.5, it ran 4.5
+        shared = f"shared by {slices} {server.mig.name} slices"
+        if not request.pcie_gbps:
+            sources["pcie"] = f"{pcie:.3g} GB/s a slice: {sources['pcie']} {shared}"
+        if overhead is not None and not request.network_gbps:
+            sources["network"] += f"; that link is the GPU's NIC share, {shared}"
     if miss_bytes:
         sources["pcie"] += (
             f"; its share counts the input copies and the embedding misses ({miss_bytes:,.0f} B "

@@ -146,7 +146,9 @@ def plan_placement(
     free = request.free or topology.gpus
     w = request.fragmentation_weight
     ranked = rank_placements(topology, free, request.gpus, fragmentation_weight=w)
-    first = choose_gpus(topology, free, request.gpus, policy="first-fit")
+    first_gpus = choose_gpus(topology, free, request.gpus, policy="first-fit").gpus
+    # its MAPA score among the ranked sets (choose_gpus leaves first-fit's at 0.0: QA 40 M #5)
+    first = next(p for p in ranked if p.gpus == first_gpus)
     queue: tuple[QueueResult, ...] = ()
     if request.jobs:
         jobs = synthetic_jobs(

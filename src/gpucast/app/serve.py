@@ -500,7 +500,11 @@ class SimulateServeRequest:
             out.append((parts[0], share, deadline_ms / 1e3, priority))
         names = [c[0] for c in out]
         if len(set(names)) != len(names):
-            raise InvalidSpecError("request-class", "names must differ", got=list(names))
+            twice = next(n for n in names if names.count(n) > 1)  # QA 40 M #13: no fix
+            raise InvalidSpecError(
+                "request-class", f"names must differ ({twice!r} is given twice)",
+                got=list(names), fix="give each class its own NAME, e.g. a:0.5:30:0,b:0.5:900:1",
+            )  # fmt: skip
         if out and abs(sum(c[1] for c in out) - 1.0) > 1e-6:
             raise InvalidSpecError(
                 "request-class", "shares must add up to 1", got=sum(c[1] for c in out),

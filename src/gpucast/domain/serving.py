@@ -435,7 +435,8 @@ class ServerSpec:
             raise InvalidSpecError(
                 f"server {self.name} memory",
                 f"models need {need:.2f} GiB ({detail}) but it has {usable}{self.memory_gib:g} GiB",
-                fix="use fewer instances, a bigger GPU or MIG slice, or spread the models",
+                fix="use fewer instances, a smaller largest batch (its inputs and activations "
+                "count: --max-batch), a bigger GPU or MIG slice, or spread the models",
             )
 
     @property

@@ -291,8 +291,8 @@ class ClusterSpec:
         """One line: the nodes, their links and the price."""
         s = self.shape
         intra = f"{s.intra_node} {s.intra_node_gbps:g} GB/s per GPU"
-        if s.link_source:
-            intra += f": {s.link_source}"
+        if s.link_source:  # a topology's ring, not a switch (QA 40 M #7 read "nvswitch" on a DGX-1)
+            intra = f"{s.intra_node_gbps:g} GB/s per GPU: {s.link_source}"
         if s.inter_node_gbps is None:
             inter = "no inter-node network"
         else:
@@ -332,7 +332,9 @@ def _bad_setting(text: object) -> InvalidSpecError:
 
 def parse_cluster_settings(value: Any) -> ClusterSettings:
     """Cluster fields from a mapping, ``(key, value)`` pairs or ``KEY=VALUE`` texts
-    (repeated or comma-separated); values stay as given (the cluster reader parses them)."""
+    (repeated or comma-separated); values stay as given (the cluster reader parses them).
+    A piece without ``=`` after a pair continues that pair's value, so a list field reads
+    as in a cluster file: ``gpu_ids=0,1,4,5`` (QA 40 M #1: it was "must be KEY=VALUE")."""
     if isinstance(value, Mapping):
         return tuple((str(k).strip(), v) for k, v in value.items())
     out: list[tuple[str, Any]] = []
@@ -344,6 +346,9 @@ def parse_cluster_settings(value: Any) -> ClusterSettings:
             raise _bad_setting(item)
         for piece in (p.strip() for p in item.split(",") if p.strip()):
             key, eq, text = piece.partition("=")
+            if not eq and out and isinstance(out[-1][1], str):
+                out[-1] = (out[-1][0], f"{out[-1][1]},{piece}")
+                continue
             if not eq or not key.strip():
                 raise _bad_setting(piece)
             out.append((key.strip().replace("-", "_"), text.strip()))

@@ -319,6 +319,12 @@ def _topology_link(
             raise _bad(origin, "gpu_ids", "needs a topology to name GPUs of",
                        fix=origin.add("topology", EXAMPLES["topology"]))  # fmt: skip
         return None
+    for key in ("intra_node", "intra_node_gbps"):  # QA 40 M #2: both were silently replaced
+        given = values.get(key) is not None and (origin.kind != "catalog" or key in origin.flagged)
+        if given:
+            raise _bad(origin, key, "cannot be given with topology: the topology's GPUs "
+                       "(gpu_ids) set the link", got=values[key],
+                       fix=f"drop {key}, or drop topology to give the link yourself")  # fmt: skip
     from gpucast.inputs.topology import resolve_topology
     from gpucast.predict.topology import allreduce_bandwidth_gb_per_s
 
@@ -361,7 +367,9 @@ def _topology_link(
     ring = allreduce_bandwidth_gb_per_s(topology, ids)
     note = (
         f"ring all-reduce of {', '.join(ids)} on {topology.name} "
-        f"{ring:g} GB/s each way (x2 = {2 * ring:g} GB/s both directions; {topology.source})"
+        f"{ring:g} GB/s each way (x2 = {2 * ring:g} GB/s both directions; {topology.source}); "
+        # QA 40 M #15: --gpus 2 of 0,1,6,7 took the 4-GPU ring's figure without a word
+        "fewer of them (--gpus) are priced at this ring too: set gpu_ids to the GPUs a job gets"
     )
     return len(ids), 2.0 * ring, note
 

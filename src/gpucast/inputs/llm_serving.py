@@ -501,38 +501,6 @@ def own_node_offer(gpu: str) -> Offer | None:
     )
 
 
-def unoffered_gpus(
-    gpus: tuple[str, ...],
-    offered: set[str],
-    *,
-    model: str,
-    providers: tuple[str, ...] = (),
-    regions: tuple[str, ...] = (),
-    spot: bool = False,
-) -> list[str]:
-    """Each of ``gpus`` (asked for) missing from ``offered`` (the GPU types
-    :func:`gpu_offers` priced), with why: the catalog has no offer of it at all, or none
-    within the provider, region and spot filters."""
-    from gpucast.catalog import load_catalog
-
-    catalog = load_catalog()
-    out = []
-    for name in sorted({catalog.gpu(g).name for g in gpus} - offered):
-        if any(o.gpus >= 1 for o in catalog.find_offers(gpu=name, cpu_only=False)):
-            filters = [f"--provider {','.join(providers)}"] * bool(providers)
-            filters += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
-            why = f"no offer within {' '.join(filters)}"
-        else:
-            why = (
-                "no catalog offer prices it (plan serve rents GPUs at the catalog's prices; "
-                "--price USD_PER_GPU_HOUR plans it on the catalog's node of it, and "
-                f"`gpucast simulate serve --model {model} --gpu {name} --price USD_PER_HOUR` "
-                "simulates a deployment at your price)"
-            )
-        out.append(f"{name}: {why}")
-    return out
-
-
 def gpu_choice(
     gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float, *, link_gbps: float | None = None
 ) -> GpuChoice:

@@ -141,6 +141,11 @@ def gpu_server(
     from gpucast.predict.serving import mig_profile
 
     spec = catalog.gpu(gpu)
+    if mig is not None and not mig.strip():  # QA 40 M #9: --mig '' ran the whole GPU
+        raise InvalidSpecError(
+            "mig", "is empty", fix=f"name a profile (gpucast catalog mig --gpu {spec.name}), "
+            "or leave --mig out for the whole GPU",
+        )  # fmt: skip
     profile = mig_profile(spec, mig, catalog.mig_gpu_names(), field="gpu") if mig else None
     any_: list[str | None] = [None]
     offers = [
@@ -323,12 +328,80 @@ def build_server_options(
         )
         targets[name] = (None, None, offer)
     if not options:
+        missing = unserved_gpus(
+            catalog, (*gpus, *mig_wanted), options, providers=providers, regions=regions, spot=spot
+        )
+        if missing:  # QA 40 M #3: it was "no catalog offer matches the filters" for --mig A30:...
+            first = missing[0].partition(":")[0]
+            raise InvalidSpecError(
+                "mig" if migs else "gpu",
+                "no server to plan on: " + "; ".join(missing),
+                fix="plan serve rents catalog offers (--price changes their price, not which "
+                "exist): pick GPUs with offers (gpucast catalog offers) or add one (--offers "
+                f"FILE); `gpucast simulate serve --gpu {first} --price USD_PER_HOUR` runs one at "
+                "your price",
+            )
         raise InvalidSpecError(
             "servers",
             "no catalog offer matches the filters",
             fix="relax --gpu / --provider / --region / --spot",
         )
     return options, targets
+
+
+def unserved_gpus(
+    catalog: Catalog,
+    asked: Sequence[str],
+    options: Sequence[ServerOption],
+    *,
+    providers: Sequence[str] = (),
+    regions: Sequence[str] = (),
+    spot: bool = False,
+) -> list[str]:
+    """The GPUs of ``asked`` (``--gpu`` and ``--mig``'s GPUs) that no server option runs on,
+    each with why: no catalog offer at all, or none within the filters. ``plan serve``
+    rents a catalog offer for every server (``--price`` changes its price, not which exist)."""
+    return unoffered_gpus(
+        tuple(asked), {o.gpu for o in options if o.gpu is not None}, providers=tuple(providers),
+        regions=tuple(regions), spot=spot, catalog=catalog, model="",
+        no_offer="no catalog offer prices it",
+    )  # fmt: skip
+
+
+def unoffered_gpus(
+    gpus: tuple[str, ...],
+    offered: set[str],
+    *,
+    model: str,
+    providers: tuple[str, ...] = (),
+    regions: tuple[str, ...] = (),
+    spot: bool = False,
+    catalog: Catalog | None = None,
+    no_offer: str | None = None,
+) -> list[str]:
+    """Each of ``gpus`` (asked for) missing from ``offered`` (the GPU types
+    :func:`gpu_offers` priced), with why: the catalog has no offer of it at all (``no_offer``
+    says what to do instead; default: the language-model planner's ``--price``), or none
+    within the provider, region and spot filters."""
+    if catalog is None:
+        from gpucast.catalog import load_catalog
+
+        catalog = load_catalog()
+    out = []
+    for name in sorted({catalog.gpu(g).name for g in gpus} - offered):
+        if any(o.gpus >= 1 for o in catalog.find_offers(gpu=name, cpu_only=False)):
+            filters = [f"--provider {','.join(providers)}"] * bool(providers)
+            filters += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
+            why = f"no offer within {' '.join(filters)}"
+        else:
+            why = no_offer or (
+                "no catalog offer prices it (plan serve rents GPUs at the catalog's prices; "
+                "--price USD_PER_GPU_HOUR plans it on the catalog's node of it, and "
+                f"`gpucast simulate serve --model {model} --gpu {name} --price USD_PER_HOUR` "
+                "simulates a deployment at your price)"
+            )
+        out.append(f"{name}: {why}")
+    return out
 
 
 # -- latency curves -------------------------------------------------------------------------
@@ -607,11 +680,12 @@ def request_overhead(work: InferenceWork, network_gbps: float) -> Sourced[float]
     from gpucast.predict.serving import ZONE_RTT_S
 
     transfer_ms = work.input_bytes_per_sample * 8.0 / (network_gbps * 1e9) * 1e3
+    most_rps = network_gbps * 1e9 / (8 * work.input_bytes_per_sample)
     return Sourced(
         ZONE_RTT_S,
         f"{ZONE_RTT_S * 1e3:.3g} ms round trip; the {work.input_bytes_per_sample / 1e3:.0f} KB "
-        f"input holds the {network_gbps:g} Gbit/s link {transfer_ms:.3g} ms (a FIFO stage: "
-        f"{network_gbps * 1e9 / (8 * work.input_bytes_per_sample):.0f} req/s at most)",
+        f"input holds the {round(network_gbps, 2):g} Gbit/s link {transfer_ms:.3g} ms "
+        f"(a FIFO stage: {most_rps:.0f} req/s at most)",
     )
 
 

@@ -132,14 +132,18 @@ def placeable_profiles(
     return usable
 
 
-def _profile(gpu: GpuSpec, profiles: Sequence[MigProfile], name: str) -> MigProfile:
+def _profile(
+    gpu: GpuSpec, profiles: Sequence[MigProfile], name: str, *, field: str = "mig layout"
+) -> MigProfile:
+    """``name`` among ``profiles``; else one error on ``field`` (a layout: its rule)."""
     for p in profiles:
         if p.name == name:
             return p
     have = ", ".join(p.name for p in profiles)
+    rule = "rule profile: " if field == "mig layout" else ""
     raise InvalidSpecError(
-        "mig layout",
-        f"rule profile: {name!r} is not a MIG profile of {gpu.name} (it has {have})",
+        field,
+        f"{rule}{name!r} is not a MIG profile of {gpu.name} (it has {have})",
         fix="use the profile names `gpucast catalog mig --gpu GPU` lists",
     )
 
@@ -156,7 +160,9 @@ def enumerate_layouts(
     """
     usable = placeable_profiles(gpu)
     if profiles is not None:
-        usable = tuple(_profile(gpu, usable, name) for name in dict.fromkeys(profiles))
+        usable = tuple(
+            _profile(gpu, usable, name, field="profile") for name in dict.fromkeys(profiles)
+        )  # QA 40 M #10: --profile bogus was "mig layout: rule profile: ..."
     candidates = sorted(
         (MigInstance(profile=p, start=s) for p in usable for s in p.placements),
         key=lambda i: (i.start, -_memory_width(i.profile), -i.profile.compute_slices),
