@@ -550,6 +550,26 @@ def test_an_allreduce_job_names_no_ps_and_what_a_loss_costs(tmp_path: Path) -> N
     ps = runner.invoke(app, [*args, "--strategy", "ps-async", "--ps", "1"])
     assert ps.exit_code == 0, ps.output
     assert "PS shards on its hosts" in json.loads(ps.stdout)["sources"]["speed"]
+    assert "cluster lab: 25 Gbit/s per node;" in json.loads(ps.stdout)["sources"]["speed"]
+
+
+def test_a_one_node_cluster_says_its_host_link_is_pcie(tmp_path: Path) -> None:
+    """QA 40 M #17: a one-node cluster without a network read "4096 Gbit/s per node", a
+    network it lacks: the figure is its GPUs' PCIe x16 links to the host, and says so."""
+    one = tmp_path / "one.yaml"
+    one.write_text(
+        "name: one\ngpu: H100\ngpus_per_node: 8\nnodes: 1\nintra_node: nvswitch\n"
+        "intra_node_gbps: 450\n",
+        encoding="utf-8",
+    )
+    args = ["simulate", "train", "--cluster", str(one), "--workload", "cifar-resnet32"]
+    result = runner.invoke(app, [*args, "--steps", "2000", "--runs", "20", "--json"])
+    assert result.exit_code == 0, result.output
+    speed = json.loads(result.stdout)["sources"]["speed"]
+    assert (
+        "cluster one: 4096 Gbit/s per node (no inter-node network: its 8 GPUs' PCIe x16 links "
+        "to the host)" in speed
+    ), speed
 
 
 def test_a_gcp_only_spot_kind_is_refused_off_gcp() -> None:

@@ -763,6 +763,11 @@ def simulation_prices(
             ps_gbps=link,
             worker_gbps=link,
             source=f"cluster {cluster.name}: {link:g} Gbit/s per node"
+            + (  # QA 40 M #17: a one-node cluster's figure read as a network it lacks
+                ""
+                if cluster.shape.inter_node_gbps is not None
+                else f" (no inter-node network: its {gpn} GPUs' PCIe x16 links to the host)"
+            )
             + ("; PS shards on its hosts" if ps_count else ""),
         ),
     )
