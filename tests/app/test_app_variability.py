@@ -96,6 +96,25 @@ def test_balanced_batches_run_at_the_mean_speed_not_the_slowest() -> None:
     assert fast < slow
 
 
+def test_gpus_waiting_on_the_slowest_draw_idle_power_not_busy_power() -> None:
+    # QA 40 E #1: a synchronous job paced by its slowest GPU charged every GPU its busy draw
+    # for the whole stretched compute; the others finish early and wait on the all-reduce at
+    # their idle draw, so the mean draw falls and the energy grows less than the step
+    kw = {**PLAN, "strategy": ["ddp"], "max_gpus": 64}
+    paced = {c.label(): c for c in gpucast.plan_train(**kw, gpu_variability="worst").candidates}
+    none = {c.label(): c for c in gpucast.plan_train(**kw).candidates}
+    checked = 0
+    for k in set(paced) & set(none):
+        x, y = paced[k], none[k]
+        if x.gpus < 16 or x.gpu_power_w is None or y.gpu_power_w is None:
+            continue
+        assert x.step_time_s > 1.05 * y.step_time_s
+        assert x.gpu_power_w < y.gpu_power_w
+        assert x.energy_kwh / y.energy_kwh < x.step_time_s / y.step_time_s
+        checked += 1
+    assert checked
+
+
 def test_dropping_stragglers_bills_the_nodes_started_to_find_them() -> None:
     from gpucast.predict.variability import PROBE_S
 
