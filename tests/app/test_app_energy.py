@@ -345,6 +345,25 @@ def test_plans_carry_energy_and_rank_by_it() -> None:
     )
 
 
+def test_a_plan_cites_the_power_models_validated_error() -> None:
+    """QA 40 E #2: plan train's energy assumption cited "power MAPE 15-29% on the Zeus GPUs",
+    where validation.csv's per-GPU rows (benchmarks/energy_accuracy.py) say 15.7-31.9%."""
+    import re
+
+    from gpucast.catalog.validation import validation_for
+
+    per_gpu = []
+    for gpu in ("P100", "RTX6000", "V100-PCIe"):
+        v = validation_for("power-model", [gpu], "fp32", 1)
+        assert v.validated and v.error is not None
+        found = re.search(r"predicted from the roofline time [\d.]+% / power ([\d.]+)%", v.error)
+        assert found is not None, v.error
+        per_gpu.append(float(found.group(1)))
+    plan = gpucast.plan_train(**PLAN, gpu=["V100"])
+    said = {a.name: a for a in plan.assumptions}["power and energy"].value
+    assert f"({min(per_gpu):.1f}-{max(per_gpu):.1f}% per GPU)" in said, said
+
+
 def test_an_auto_power_limit_never_raises_energy() -> None:
     default = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"])
     auto = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"], power_limit="auto", eta=1)

@@ -194,7 +194,7 @@ def plan_power(
     lie in the range of one of ``gpus`` (the GPU types the plan evaluates); the description
     names those it is clamped on."""
     from gpucast.plan.energy import PowerSetting, clamped_limits
-    from gpucast.predict.power import BoardPower, kernel_share
+    from gpucast.predict.power import PREDICTED_POWER_ERROR, BoardPower, kernel_share
 
     model = power_model()
     boards = {g.name: BoardPower.of_gpu(g) for g in catalog.gpus if g.max_power_limit_w is not None}
@@ -233,7 +233,7 @@ def plan_power(
         )
     note = (
         f"{what}; average board power from the power model (predicted from the roofline's "
-        f"shares: leave-one-GPU-out power MAPE 15-29% on the Zeus GPUs); energy = power x "
+        f"shares: {PREDICTED_POWER_ERROR}); energy = power x "
         "GPU-hours billed less the first start-up (spot: the Monte Carlo's billed GPU-hours, "
         "replacement start-ups and lost work included, capacity gaps not; an upper bound) x "
         f"PUE {request.pue:g} (GPU boards only: no host CPUs, memory, network)"
