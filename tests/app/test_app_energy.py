@@ -203,7 +203,9 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
             "no minimum: half the default limit assumed)",
         ),
         ({"power_limit": "lots"}, "power-limit: must be watts, 'auto' or 'default'"),
-        ({"power_limit": "-5"}, "power-limit: must be a number of watts > 0"),
+        ({"power_limit": "-5"}, "power-limit: must be a finite number of watts > 0"),
+        # QA 40 E #5: 'inf' was told "must be a number of watts > 0", which it is
+        ({"power_limit": "inf"}, "power-limit: must be a finite number of watts > 0 (got 'inf')"),
         ({"eta": 1.5}, "eta: must be in [0, 1]"),
         (  # the example is a board power in watts, not a step time
             {"measured_power_w": -1.0},
@@ -395,7 +397,7 @@ def test_a_fixed_plan_limit_no_candidate_takes_is_refused() -> None:
     [
         ({"pue": 0.5}, "pue: must be in [1, 3]"),
         ({"eta": 2.0}, "eta: must be in [0, 1]"),
-        ({"power_limit": "-3"}, "power-limit: must be a number of watts > 0"),
+        ({"power_limit": "-3"}, "power-limit: must be a finite number of watts > 0"),
         ({"objective": "greenest"}, "(got 'greenest'); e.g. --objective cheapest"),
     ],
 )
