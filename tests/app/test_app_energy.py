@@ -366,6 +366,22 @@ def test_a_plan_cites_the_power_models_validated_error() -> None:
     assert f"({min(per_gpu):.1f}-{max(per_gpu):.1f}% per GPU)" in said, said
 
 
+@pytest.mark.parametrize("limit", [200.0, "auto"])
+def test_a_limit_on_gpus_without_power_facts_is_refused_or_named(limit: object) -> None:
+    """QA 40 E #10: `--power-limit 200 --gpu K80` (no max_power_limit_w) planned with "a 200 W
+    power limit; the compute slows as the clock falls" and set nothing."""
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.plan_train(**PLAN, gpu=["K80"], power_limit=limit)
+    text = str(info.value)
+    assert text.startswith("power-limit: needs a GPU's power facts") and "(K80)" in text
+    assert "\n" not in text and "max_power_limit_w in gpucast/catalog/data/gpus.csv" in text
+    mixed = 65.0 if limit == 200.0 else limit  # within the T4's 60-70 W
+    plan = gpucast.plan_train(**PLAN, gpu=["K80", "T4"], power_limit=mixed)
+    said = {a.name: a for a in plan.assumptions}["power and energy"].value
+    assert "(K80: no power facts in the catalog, run at their own default limit" in said
+    assert "T4" not in said.split("(K80:")[1].split(")")[0]
+
+
 def test_an_auto_power_limit_never_raises_energy() -> None:
     default = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"])
     auto = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"], power_limit="auto", eta=1)
