@@ -136,6 +136,15 @@ def test_dropping_stragglers_bills_the_nodes_started_to_find_them() -> None:
         extra = np.ceil(c.nodes / 0.8 - 1e-9) - c.nodes  # nodes started beside the job
         probe = extra * c.usd_per_hour / c.nodes * (c.breakdown_s["startup_s"] + PROBE_S) / 3600
         assert c.cost_usd == pytest.approx(c.time_s * c.usd_per_hour / 3600 + probe, rel=1e-9)
+        # QA 40 E #13: the GPU-hours (and energy) left the probe nodes out, which the cost bills
+        # and simulate train's on-demand GPU-seconds count: GPU-hours x price = cost again
+        per_gpu_hour = c.usd_per_hour / c.gpus
+        assert c.gpu_hours * per_gpu_hour == pytest.approx(c.cost_usd, rel=1e-9)
+        if c.energy_kwh is not None and c.gpu_power_w is not None:
+            startup = c.breakdown_s["startup_s"]
+            probe_gpus = extra * c.gpus / c.nodes
+            busy_s = c.gpu_hours * 3600 - (c.gpus + probe_gpus) * startup
+            assert c.energy_kwh == pytest.approx(c.gpu_power_w * busy_s / 3.6e6, rel=1e-9)
         checked += 1
     assert checked
     sim = {
