@@ -521,9 +521,8 @@ class PerfParams:
         slow = np.asarray(slowdown, dtype=np.float64)
         if self.variability is None or self.balance_batches:
             return np.ones(slow.shape)
-        mean = float(self.variability.expected_order_stat(1, 1)[0])  # E[f]
-        share = np.where(np.asarray(sync, dtype=bool), mean / slow, 1.0)
-        return np.asarray(np.minimum(share, 1.0), dtype=np.float64)
+        share = np.where(np.asarray(sync, dtype=bool), self.variability.busy_share(slow), 1.0)
+        return np.asarray(share, dtype=np.float64)
 
     def probe_nodes(self, nodes: npt.ArrayLike, sync: npt.ArrayLike) -> FloatArray:
         """Nodes started beside a job's ``nodes`` to find and release the slowest

@@ -534,7 +534,7 @@ def plan_llm(
                 pace = float(variability.expected_max(n)[0])
                 found = _straggled(found, pace)
                 # its peers finish early and wait at their idle draw (QA 40 E #14)
-                busy = min(float(variability.expected_order_stat(1, 1)[0]) / pace, 1.0)
+                busy = float(variability.busy_share(pace))
             time_s = efficiency.warmup_s + steps * found.step_time_s
             low, high = bands.get(gpu.name, band)
             if option.spot_usd_per_hour is not None:
