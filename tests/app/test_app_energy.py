@@ -203,7 +203,9 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
             "no minimum: half the default limit assumed)",
         ),
         ({"power_limit": "lots"}, "power-limit: must be watts, 'auto' or 'default'"),
-        ({"power_limit": "-5"}, "power-limit: must be a number of watts > 0"),
+        ({"power_limit": "-5"}, "power-limit: must be a finite number of watts > 0"),
+        # QA 40 E #5: 'inf' was told "must be a number of watts > 0", which it is
+        ({"power_limit": "inf"}, "power-limit: must be a finite number of watts > 0 (got 'inf')"),
         ({"eta": 1.5}, "eta: must be in [0, 1]"),
         (  # the example is a board power in watts, not a step time
             {"measured_power_w": -1.0},
@@ -345,6 +347,41 @@ def test_plans_carry_energy_and_rank_by_it() -> None:
     )
 
 
+def test_a_plan_cites_the_power_models_validated_error() -> None:
+    """QA 40 E #2: plan train's energy assumption cited "power MAPE 15-29% on the Zeus GPUs",
+    where validation.csv's per-GPU rows (benchmarks/energy_accuracy.py) say 15.7-31.9%."""
+    import re
+
+    from gpucast.catalog.validation import validation_for
+
+    per_gpu = []
+    for gpu in ("P100", "RTX6000", "V100-PCIe"):
+        v = validation_for("power-model", [gpu], "fp32", 1)
+        assert v.validated and v.error is not None
+        found = re.search(r"predicted from the roofline time [\d.]+% / power ([\d.]+)%", v.error)
+        assert found is not None, v.error
+        per_gpu.append(float(found.group(1)))
+    plan = gpucast.plan_train(**PLAN, gpu=["V100"])
+    said = {a.name: a for a in plan.assumptions}["power and energy"].value
+    assert f"({min(per_gpu):.1f}-{max(per_gpu):.1f}% per GPU)" in said, said
+
+
+@pytest.mark.parametrize("limit", [200.0, "auto"])
+def test_a_limit_on_gpus_without_power_facts_is_refused_or_named(limit: object) -> None:
+    """QA 40 E #10: `--power-limit 200 --gpu K80` (no max_power_limit_w) planned with "a 200 W
+    power limit; the compute slows as the clock falls" and set nothing."""
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.plan_train(**PLAN, gpu=["K80"], power_limit=limit)
+    text = str(info.value)
+    assert text.startswith("power-limit: needs a GPU's power facts") and "(K80)" in text
+    assert "\n" not in text and "max_power_limit_w in gpucast/catalog/data/gpus.csv" in text
+    mixed = 65.0 if limit == 200.0 else limit  # within the T4's 60-70 W
+    plan = gpucast.plan_train(**PLAN, gpu=["K80", "T4"], power_limit=mixed)
+    said = {a.name: a for a in plan.assumptions}["power and energy"].value
+    assert "(K80: no power facts in the catalog, run at their own default limit" in said
+    assert "T4" not in said.split("(K80:")[1].split(")")[0]
+
+
 def test_an_auto_power_limit_never_raises_energy() -> None:
     default = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"])
     auto = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"], power_limit="auto", eta=1)
@@ -376,7 +413,7 @@ def test_a_fixed_plan_limit_no_candidate_takes_is_refused() -> None:
     [
         ({"pue": 0.5}, "pue: must be in [1, 3]"),
         ({"eta": 2.0}, "eta: must be in [0, 1]"),
-        ({"power_limit": "-3"}, "power-limit: must be a number of watts > 0"),
+        ({"power_limit": "-3"}, "power-limit: must be a finite number of watts > 0"),
         ({"objective": "greenest"}, "(got 'greenest'); e.g. --objective cheapest"),
     ],
 )

@@ -745,6 +745,26 @@ def test_plan_llm_train_with_gpu_variability_runs_each_row_at_its_slowest_gpus_p
         gpucast.plan_llm_train(**job, gpu_variability="lumpy")
 
 
+def test_plan_llm_train_gpus_waiting_on_the_slowest_draw_idle_power() -> None:
+    """QA 40 E #14: every GPU drew its busy power for the slowest GPU's whole step, so the
+    energy grew as the step (8 H100s of the worst fleet +8%, 64 +21%); the others wait on it
+    at their idle draw."""
+    job = {**SPOT_JOB, "providers": ("gcp",)}
+    before = {
+        (c.instance_type, c.gpus, c.market): c for c in gpucast.plan_llm_train(**job).candidates
+    }
+    checked = 0
+    for c in gpucast.plan_llm_train(**job, gpu_variability="worst").candidates:
+        b = before.get((c.instance_type, c.gpus, c.market))
+        if b is None or c.avg_power_w is None or b.avg_power_w is None:
+            continue
+        assert c.avg_power_w < b.avg_power_w
+        if c.market != "spot":
+            assert c.energy_kwh / b.energy_kwh < c.step_time_s / b.step_time_s
+        checked += 1
+    assert checked
+
+
 @pytest.mark.parametrize(
     ("flag", "example"), [("seq_len", "4096"), ("global_batch", "512"), ("gpus", "8")]
 )

@@ -27,7 +27,14 @@ def test_fit_variability_from_a_csv_and_use_it_by_name(tmp_path: Path) -> None:
     r = gpucast.fit_variability(name="lab", factors=_fleet_csv(tmp_path), db=db)
     assert r.gpus == 64 and r.sigma_log == pytest.approx(0.03, rel=0.3)
     assert r.slowdown[8] < r.slowdown[64] < r.slowdown[1024]
-    assert r.saved_in == str(db) and not r.warnings
+    assert r.saved_in == str(db)
+    # QA 40 E #11: the 256- and 1,024-GPU slowdowns extrapolate a 64-GPU sample's tail
+    assert len(r.warnings) == 1 and r.warnings[0].startswith(
+        "jobs of 256, 1,024 GPUs are larger than the 64 measured: their slowdown rests on "
+        "outliers as rare as 1 in 64"
+    )
+    big = gpucast.fit_variability(name="big", factors=_fleet_csv(tmp_path, 1024), save=False)
+    assert not big.warnings
     sim = gpucast.simulate_train(
         gpu="V100", workers=8, region="us-east-1", provider="aws", strategy="ddp",
         workload="mlp", steps=2000, runs=50, gpu_variability="lab", db=db,
@@ -96,6 +103,25 @@ def test_balanced_batches_run_at_the_mean_speed_not_the_slowest() -> None:
     assert fast < slow
 
 
+def test_gpus_waiting_on_the_slowest_draw_idle_power_not_busy_power() -> None:
+    # QA 40 E #1: a synchronous job paced by its slowest GPU charged every GPU its busy draw
+    # for the whole stretched compute; the others finish early and wait on the all-reduce at
+    # their idle draw, so the mean draw falls and the energy grows less than the step
+    kw = {**PLAN, "strategy": ["ddp"], "max_gpus": 64}
+    paced = {c.label(): c for c in gpucast.plan_train(**kw, gpu_variability="worst").candidates}
+    none = {c.label(): c for c in gpucast.plan_train(**kw).candidates}
+    checked = 0
+    for k in set(paced) & set(none):
+        x, y = paced[k], none[k]
+        if x.gpus < 16 or x.gpu_power_w is None or y.gpu_power_w is None:
+            continue
+        assert x.step_time_s > 1.05 * y.step_time_s
+        assert x.gpu_power_w < y.gpu_power_w
+        assert x.energy_kwh / y.energy_kwh < x.step_time_s / y.step_time_s
+        checked += 1
+    assert checked
+
+
 def test_dropping_stragglers_bills_the_nodes_started_to_find_them() -> None:
     from gpucast.predict.variability import PROBE_S
 
@@ -110,6 +136,15 @@ def test_dropping_stragglers_bills_the_nodes_started_to_find_them() -> None:
         extra = np.ceil(c.nodes / 0.8 - 1e-9) - c.nodes  # nodes started beside the job
         probe = extra * c.usd_per_hour / c.nodes * (c.breakdown_s["startup_s"] + PROBE_S) / 3600
         assert c.cost_usd == pytest.approx(c.time_s * c.usd_per_hour / 3600 + probe, rel=1e-9)
+        # QA 40 E #13: the GPU-hours (and energy) left the probe nodes out, which the cost bills
+        # and simulate train's on-demand GPU-seconds count: GPU-hours x price = cost again
+        per_gpu_hour = c.usd_per_hour / c.gpus
+        assert c.gpu_hours * per_gpu_hour == pytest.approx(c.cost_usd, rel=1e-9)
+        if c.energy_kwh is not None and c.gpu_power_w is not None:
+            startup = c.breakdown_s["startup_s"]
+            probe_gpus = extra * c.gpus / c.nodes
+            busy_s = c.gpu_hours * 3600 - (c.gpus + probe_gpus) * startup
+            assert c.energy_kwh == pytest.approx(c.gpu_power_w * busy_s / 3.6e6, rel=1e-9)
         checked += 1
     assert checked
     sim = {

@@ -37,6 +37,15 @@ def test_renders_the_step_the_sweep_and_the_sources() -> None:
     assert "validated: V100-PCIe: leave-one-GPU-out MAPE" in out
 
 
+def test_a_short_epoch_is_not_printed_as_zero() -> None:
+    """QA 40 E #12: `--dataset-size 10` printed "per epoch (1 steps): 0.00 h, 0.000 kWh"."""
+    result = runner.invoke(app, [*BASE, "--dataset-size", "10"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if "per epoch" in x)
+    assert line.startswith("  per epoch (1 step): ") and " s, " in line
+    assert "0.00 h" not in line and "0.000 kWh" not in line and line.endswith(" kWh")
+
+
 def test_bad_limit_exits_2_with_one_line() -> None:
     result = runner.invoke(app, [*BASE, "--power-limit", "20"])
     assert result.exit_code == 2

@@ -146,3 +146,16 @@ def test_bad_empirical_tails_are_refused(quantiles: tuple[float, ...]) -> None:
         SpeedVariability(
             sigma_log=0.02, outlier_share=0.01, outlier_max_factor=1.5, outlier_quantiles=quantiles
         )
+
+
+def test_busy_share_is_the_mean_gpus_share_of_the_slowests_step() -> None:
+    """QA 40 E #1/#14: the energy of a job paced by its slowest GPU counts the others' wait
+    at their idle draw: the mean GPU computes ``E[f] / E[max]`` of the paced step."""
+    v = SpeedVariability(sigma_log=0.0408, outlier_share=0.01, outlier_max_factor=1.5)
+    pace = v.expected_max([8, 64, 1024])
+    share = v.busy_share(pace)
+    mean = float(v.expected_order_stat(1, 1)[0])
+    assert mean == pytest.approx(1.0, abs=0.01)
+    assert share == pytest.approx(mean / pace, rel=1e-12)
+    assert 0.6 < share[2] < share[1] < share[0] < 1.0
+    assert float(v.busy_share(1.0)) == 1.0  # never more than the whole step

@@ -785,7 +785,7 @@ def llm_energy(
     from gpucast.inputs.energy import power_model
     from gpucast.plan.energy import PowerSetting
     from gpucast.plan.llm import LlmEnergy
-    from gpucast.predict.power import BoardPower
+    from gpucast.predict.power import PREDICTED_POWER_ERROR, BoardPower
 
     model = power_model()
     boards = {g.name: BoardPower.of_gpu(g) for g in catalog.gpus if g.max_power_limit_w is not None}
@@ -798,7 +798,6 @@ def llm_energy(
         "each GPU at its default power limit, busy (compute, memory-bound and per-kernel time) "
         f"at the power model's draw for that mix, idle ({idle}) at its idle draw (GPU boards "
         f"only). Power model: {model.source} (predicted from the "
-        "roofline's shares: leave-one-GPU-out power MAPE 20.6% on the Zeus GPUs; no LLM power "
-        "measurement in the data)"
+        f"roofline's shares: {PREDICTED_POWER_ERROR}; no LLM power measurement in the data)"
     )
     return energy, note

@@ -161,6 +161,15 @@ def fit_variability(
             f"{len(factors)} GPUs are few to see outliers: the profile's outlier share rests "
             "on them alone (measure more GPUs, or compare with --gpu-variability typical)"
         )
+    beyond = [n for n in REPORT_GPUS if n > len(factors)]
+    if beyond:
+        # QA 40 E #11: a 64-GPU fleet's 1,024-GPU slowdown was printed as if measured
+        warnings.append(
+            f"jobs of {', '.join(f'{n:,}' for n in beyond)} GPUs are larger than the "
+            f"{len(factors)} measured: their slowdown rests on outliers as rare as 1 in "
+            f"{len(factors)} and misses rarer, slower ones (benchmarks/variability_accuracy.py: "
+            "a 512-GPU sample reads 256-1,024-GPU jobs 6-14% low); measure more GPUs"
+        )
     saved = created = None
     if request.save:
         with Store(path).open() as store:

@@ -25,7 +25,7 @@ from gpucast.cli._common import (
     print_warnings,
     state,
 )
-from gpucast.domain.units import count_of
+from gpucast.domain.units import count_of, format_amount, format_duration
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Predict step time, cluster speed, overheads."
@@ -119,8 +119,8 @@ def energy(
     epoch = r.to_dict()["epoch"]
     if epoch is not None:
         console.print(
-            f"  per epoch ({epoch['steps']:,} steps): {epoch['time_s'] / 3600:.2f} h, "
-            f"{epoch['energy_kwh']:.3f} kWh",
+            f"  per epoch ({count_of(epoch['steps'], 'step')}): "
+            f"{format_duration(epoch['time_s'])}, {format_amount(epoch['energy_kwh'])} kWh",
             highlight=False,
         )
     table = Table(title=f"power-limit sweep (eta {r.eta:g})", show_edge=False)

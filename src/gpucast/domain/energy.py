@@ -34,7 +34,10 @@ def parse_power_limit(value: Any) -> float | str | None:
         ) from None
     if not (math.isfinite(watts) and watts > 0):
         raise InvalidSpecError(
-            "power-limit", "must be a number of watts > 0", got=value, fix="e.g. --power-limit 200"
+            "power-limit",
+            "must be a finite number of watts > 0",
+            got=value,
+            fix="e.g. --power-limit 200",
         )
     return watts
 

@@ -191,10 +191,11 @@ def plan_power(
 ) -> tuple[Sourced[PowerSetting], str]:
     """The planner's power setting (the shipped power model, every catalog GPU with power
     facts, the request's limit and eta) and a one-line description of it. A fixed limit must
-    lie in the range of one of ``gpus`` (the GPU types the plan evaluates); the description
-    names those it is clamped on."""
+    lie in the range of one of ``gpus`` (the GPU types the plan evaluates), and a limit
+    (fixed or ``auto``) on ``gpus`` none of which has power facts is refused; the description
+    names those it is clamped on and those without power facts."""
     from gpucast.plan.energy import PowerSetting, clamped_limits
-    from gpucast.predict.power import BoardPower, kernel_share
+    from gpucast.predict.power import PREDICTED_POWER_ERROR, BoardPower, kernel_share
 
     model = power_model()
     boards = {g.name: BoardPower.of_gpu(g) for g in catalog.gpus if g.max_power_limit_w is not None}
@@ -211,6 +212,17 @@ def plan_power(
         eta=eta,
         kernel_share=share,
     )
+    unpowered = sorted({g for g in gpus if g not in boards})
+    if mode != "default" and gpus and len(unpowered) == len(set(gpus)):
+        # QA 40 E #10: a limit on GPUs without power facts was accepted and ignored unsaid
+        raise InvalidSpecError(
+            "power-limit",
+            "needs a GPU's power facts, and no candidate GPU has max_power_limit_w in the "
+            f"catalog ({', '.join(unpowered)})",
+            got=limit,
+            fix="plan on GPUs with max_power_limit_w in gpucast/catalog/data/gpus.csv (--gpu), "
+            "or drop --power-limit",
+        )
     if isinstance(limit, float):
         clamped = clamped_limits(limit, [boards[g] for g in gpus if g in boards])
         moved = ", ".join(f"{g} at {w:g} W" for g, w in sorted(clamped.items()))
@@ -223,6 +235,11 @@ def plan_power(
         what = f"per GPU type and batch, the limit minimising Zeus's cost (eta {eta:g})"
     else:
         what = "every GPU at its default power limit"
+    if mode != "default" and unpowered:
+        what += (
+            f" ({', '.join(unpowered)}: no power facts in the catalog, run at their own "
+            "default limit without energy figures)"
+        )
     assumed = sorted(g for g in gpus if g in boards and boards[g].min_power_limit_w is None)
     if mode != "default" and assumed:
         # QA 35 E #16: `auto` landed on the assumed floor (B200 500 W, P4 37.5 W) unsaid
@@ -233,7 +250,7 @@ def plan_power(
         )
     note = (
         f"{what}; average board power from the power model (predicted from the roofline's "
-        f"shares: leave-one-GPU-out power MAPE 15-29% on the Zeus GPUs); energy = power x "
+        f"shares: {PREDICTED_POWER_ERROR}); energy = power x "
         "GPU-hours billed less the first start-up (spot: the Monte Carlo's billed GPU-hours, "
         "replacement start-ups and lost work included, capacity gaps not; an upper bound) x "
         f"PUE {request.pue:g} (GPU boards only: no host CPUs, memory, network)"

@@ -608,7 +608,8 @@ def _evaluate_single(
     # -- compute ---------------------------------------------------------------------------
     terms = gpus.step_terms(g, b)
     slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
-    compute = col_sum(terms) * slow * params.gpu_slowdown(nf, sync, gpn)
+    spread = params.gpu_slowdown(nf, sync, gpn)
+    compute = col_sum(terms) * slow * spread
     power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus, b, memo)
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
@@ -770,7 +771,10 @@ def _evaluate_single(
         batch_split=np.full(len(space), SPLIT_EQUAL, dtype=np.int64),
         equal_compute_s=compute,
         gpu_power_w=_average_power(
-            busy_power, idle_power, compute, np.where(sync, step_sync, step_async)
+            busy_power,
+            idle_power,
+            compute * params.gpu_busy_share(spread, sync),
+            np.where(sync, step_sync, step_async),
         ),
         power_limit_w=power_limit,
     )
@@ -929,7 +933,8 @@ def evaluate_mixed(
     terms = (fixed + per * top[:, :, None]) * gpus.term_scales(g, top)
     part_compute = col_sum(terms) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
     # dropping the slowest (exclude_slowest) by the coarser part's nodes
-    part_compute = part_compute * params.gpu_slowdown(nf, sync, col_max(gpn))[:, None]
+    spread = params.gpu_slowdown(nf, sync, col_max(gpn))
+    part_compute = part_compute * spread[:, None]
     power_parts = [_power(params, terms[:, k], g[:, k], gpus, top[:, k]) for k in range(2)]
     part_compute = part_compute * np.stack([p[0] for p in power_parts], axis=1)
     part_watts = np.stack([p[1] for p in power_parts], axis=1)
@@ -1105,7 +1110,10 @@ def evaluate_mixed(
         # one GPU's mean draw over the cluster (its parts weighted by their GPU counts)
         gpu_power_w=col_sum(
             _average_power(
-                part_watts, part_idle, part_compute, np.where(sync, step_sync, step_async)[:, None]
+                part_watts,
+                part_idle,
+                part_compute * params.gpu_busy_share(spread, sync)[:, None],
+                np.where(sync, step_sync, step_async)[:, None],
             )
             * counts
         )

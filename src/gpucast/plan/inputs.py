@@ -512,6 +512,18 @@ class PerfParams:
             )
         return np.asarray(values[keys.reshape(-1)].reshape(n.shape), dtype=np.float64)
 
+    def gpu_busy_share(self, slowdown: FloatArray, sync: npt.ArrayLike) -> FloatArray:
+        """The share of a step's compute, at ``slowdown`` (:meth:`gpu_slowdown`'s pace), the
+        mean GPU spends computing: where the slowest GPU paces a synchronous job the others
+        finish their part early and wait on the all-reduce at their idle draw, so the mean
+        GPU computes for ``E[f] / slowdown`` of it (1 elsewhere: asynchronous or balanced
+        workers compute the whole step)."""
+        slow = np.asarray(slowdown, dtype=np.float64)
+        if self.variability is None or self.balance_batches:
+            return np.ones(slow.shape)
+        share = np.where(np.asarray(sync, dtype=bool), self.variability.busy_share(slow), 1.0)
+        return np.asarray(share, dtype=np.float64)
+
     def probe_nodes(self, nodes: npt.ArrayLike, sync: npt.ArrayLike) -> FloatArray:
         """Nodes started beside a job's ``nodes`` to find and release the slowest
         (``exclude_slowest`` on a synchronous job with a spread; 0 elsewhere)."""

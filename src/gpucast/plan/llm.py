@@ -529,14 +529,18 @@ def plan_llm(
                 if nearest is None or n * gpu.memory_gib > nearest[0]:
                     nearest = (n * gpu.memory_gib, found)
                 continue
+            busy = 1.0  # the mean GPU's busy share of the paced step's busy time
             if variability is not None:  # the slowest of n GPUs sets the pace
-                found = _straggled(found, float(variability.expected_max(n)[0]))
+                pace = float(variability.expected_max(n)[0])
+                found = _straggled(found, pace)
+                # its peers finish early and wait at their idle draw (QA 40 E #14)
+                busy = float(variability.busy_share(pace))
             time_s = efficiency.warmup_s + steps * found.step_time_s
             low, high = bands.get(gpu.name, band)
             if option.spot_usd_per_hour is not None:
                 spot_shapes.append(
                     _SpotShape(option=option, used=used, nodes=nodes, found=found,
-                               train_s=time_s, band=(low, high))
+                               train_s=time_s, band=(low, high), busy_share=busy)
                 )  # fmt: skip
                 continue
             usd_h = nodes * option.usd_per_hour
@@ -564,7 +568,9 @@ def plan_llm(
                     within_budget=budget_usd is None or cost <= budget_usd,
                     holds_at_slow_edge=(deadline_s is None or time_s * slow <= deadline_s)
                     and (budget_usd is None or cost * slow <= budget_usd),
-                    **_energy_fields(energy, found, option, nodes * used, nodes, time_s),
+                    **_energy_fields(
+                        energy, found, option, nodes * used, nodes, time_s, busy_share=busy
+                    ),
                 )
             )
     spot_summary = ""
@@ -793,16 +799,20 @@ def _energy_fields(
     time_s: float,
     *,
     gpu_s: float | None = None,
+    busy_share: float = 1.0,
 ) -> dict[str, Any]:
     """A row's ``avg_power_w``, ``energy_kwh`` and ``co2e_kg``: its GPUs at the step's average
     power for ``gpu_s`` GPU-seconds (default: ``gpus x time_s``; a spot row's are the Monte
-    Carlo's billed ones), the node's idle GPUs at their idle draw, x PUE."""
+    Carlo's billed ones), the node's idle GPUs at their idle draw, x PUE. ``busy_share``: the
+    share of the step's busy time the mean GPU is busy (under a speed spread the others wait
+    on the slowest at their idle draw)."""
     if energy is None:
         return {}
     watts = energy.gpu_power_w(found)
     if watts is None or not math.isfinite(time_s):
         return {"avg_power_w": None, "energy_kwh": None, "co2e_kg": None}
     avg, idle = watts
+    avg = idle + (avg - idle) * busy_share
     busy_s = gpus * time_s if gpu_s is None else gpu_s
     idle_s = busy_s / gpus * nodes * (option.gpus_per_node - gpus // max(nodes, 1))
     kwh = (avg * busy_s + idle * idle_s) * energy.pue / 3.6e6
@@ -865,6 +875,8 @@ class _SpotShape:
     found: ParallelStepPrediction
     train_s: float
     band: tuple[float, float]
+    #: the mean GPU's share of the (paced) step's busy time: E[f] / E[max] under a speed spread
+    busy_share: float = 1.0
 
 
 def _spot_rows(
@@ -1021,7 +1033,14 @@ def _spot_row(
         and (budget_usd is None or out.cost_p90_usd <= budget_usd),
         market="spot",
         **_energy_fields(
-            energy, found, o, sh.nodes * sh.used, sh.nodes, out.time_mean_s, gpu_s=gpu_s
+            energy,
+            found,
+            o,
+            sh.nodes * sh.used,
+            sh.nodes,
+            out.time_mean_s,
+            gpu_s=gpu_s,
+            busy_share=sh.busy_share,
         ),
         p_meet_deadline=out.p_meet_deadline,
         time_p90_s=out.time_p90_s,

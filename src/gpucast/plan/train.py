@@ -113,6 +113,7 @@ from gpucast.plan.spot_rows import hazards, lifetime_of, mean_gaps, part_offers,
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline
 from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.roofline import Calibration, RooflineEfficiency
+from gpucast.predict.variability import PROBE_S
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -1102,7 +1103,8 @@ def plan_training(
     t = ev.time_s[rows].copy()
     c = ev.cost_usd[rows].copy()
     risk = np.nan_to_num(1.0 - res.p_model[rows], nan=0.0)
-    gpu_s = ev.workers[rows] * t  # GPU-seconds billed (on demand: the whole run)
+    # GPU-seconds billed (on demand: the whole run, and the probe nodes' start-up and minute)
+    gpu_s = ev.workers[rows] * t + _probe_gpus(ctx, res, rows) * (ctx.risk.startup_mean_s + PROBE_S)
     for j, i in enumerate(spot_ok, start=od_ok.size):
         out = spot_out[i]
         t[j], c[j] = out.time_mean_s, out.cost_mean_usd
@@ -1318,7 +1320,9 @@ def _energy(
     no power facts or a region no grid figure."""
     ev, space = res.evaluation, res.space
     startup = ev.time_s[rows] - ev.train_s[rows]
-    busy_gpu_s = np.maximum(gpu_s - ev.workers[rows] * startup, 0.0)
+    # the probe nodes start beside the first start-up (QA 40 E #13)
+    started = ev.workers[rows] + _probe_gpus(ctx, res, rows)
+    busy_gpu_s = np.maximum(gpu_s - started * startup, 0.0)
     kwh = ev.gpu_power_w[rows] * busy_gpu_s * ctx.pue / 3.6e6
     off = space.offers
     o = space.offer[rows]
@@ -1327,6 +1331,16 @@ def _energy(
         dtype=np.float64,
     )
     return kwh, kwh * intensity / 1000.0
+
+
+def _probe_gpus(ctx: PlanContext, res: SearchResult, rows: IntArray) -> FloatArray:
+    """GPUs of the nodes started beside each of ``rows`` to find and release the slowest
+    (``exclude_slowest``; 0 elsewhere): billed, as their cost says, for the start-up and
+    :data:`~gpucast.predict.variability.PROBE_S` (simulate train's on-demand GPU-seconds
+    count them so)."""
+    nodes = np.maximum(res.space.nodes[rows].astype(np.float64), 1.0)
+    extra = ctx.perf.probe_nodes(nodes, res.space.strategy[rows] != PS)
+    return np.asarray(extra * res.evaluation.workers[rows] / nodes, dtype=np.float64)
 
 
 def _ungridded(res: SearchResult, rows: IntArray, kwh: FloatArray, co2: FloatArray) -> list[str]:
@@ -1542,7 +1556,12 @@ def _candidate(
         gpu_hours=(
             spot.gpu_hours_mean
             if spot is not None and spot.gpu_hours_mean is not None
-            else gpus * time_s / 3600.0
+            else (
+                gpus * time_s
+                + float(_probe_gpus(ctx, res, np.array([i]))[0])
+                * (ctx.risk.startup_mean_s + PROBE_S)
+            )
+            / 3600.0
         ),
         bottleneck=BOTTLENECKS[int(ev.bottleneck[i])],
         breakdown_s=breakdown,

@@ -215,6 +215,12 @@ class SpeedVariability:
             out[i] = x[0] + np.trapezoid(1.0 - g, x)
         return np.asarray(out[inverse.reshape(-1)].reshape(na.shape), dtype=np.float64)
 
+    def busy_share(self, slowdown: npt.ArrayLike) -> FloatArray:
+        """``E[f] / slowdown`` (at most 1): the share of a step paced at ``slowdown`` that
+        the mean GPU computes -- its peers finish early and wait on the slowest."""
+        mean = float(self.expected_order_stat(1, 1)[0])
+        return np.asarray(np.minimum(mean / np.asarray(slowdown, dtype=np.float64), 1.0))
+
     def expected_inverse(self) -> float:
         """``E[1 / f]``: an asynchronous worker's mean relative speed."""
         if self.sigma_log == 0 and not self.has_outliers:
