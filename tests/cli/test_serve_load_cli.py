@@ -52,6 +52,22 @@ def test_closed_loop_clients_are_named_and_follow_littles_law(table: Path) -> No
     assert out["requests"] == out["served"] + out["dropped"] + out["in_flight"]
 
 
+def test_a_saturated_closed_loop_is_not_called_a_growing_queue(table: Path) -> None:
+    # QA 40 V #1: 200 clients on a host carrying 300 req/s keep ~200 requests in the server,
+    # a constant backlog (Little's law), not a queue growing with the run; and the overload
+    # warning pointed to --find-saturation, which a closed loop refuses
+    host = ["--host-ms", "2", "--host-capacity-rps", "300", "--latency-table", str(table)]
+    result = runner.invoke(app, [*SIM, *host, "--clients", "200", "--think-ms", "5", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["throughput_rps"] == pytest.approx(300.0, rel=0.03)
+    warned = " ".join(out["warnings"])  # type: ignore[arg-type]
+    assert "grows with the run" not in warned and "--find-saturation" not in warned
+    assert "saturated: 200 clients keep" in warned and "Little's law" in warned
+    quiet = _json([*SIM, *host, "--clients", "2", "--think-ms", "5"])
+    assert quiet["warnings"] == []
+
+
 def test_bounded_queue_drops_are_counted_and_warned(table: Path) -> None:
     bounded = ["--max-queue", "8", "--queue-timeout-ms", "20", "--json"]
     result = runner.invoke(app, [*SIM, "--latency-table", str(table), "--rate", "2000", *bounded])
