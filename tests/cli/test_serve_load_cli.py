@@ -168,6 +168,11 @@ def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
         # QA 38 I #17: a scheduler with nothing to order was ignored without a word
         (["--rate", "10", "--scheduler", "edf"], "scheduler: orders requests by their deadlines"),
         (["--clients", "2", "--find-saturation"], "find-saturation: offers ever higher"),
+        # QA 40 V #2: a timeout no request can meet dropped all of them, "add servers"
+        (
+            ["--rate", "10", "--host-ms", "2", "--queue-timeout-ms", "1"],
+            "queue-timeout-ms: mlp: 1 ms is shorter than the 2.01 ms",
+        ),
         ([], "rate: is required"),
         (["--rate", "10", "-o", "nope=1"], "nope"),
     ],

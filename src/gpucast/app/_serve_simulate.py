@@ -30,7 +30,7 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
     from gpucast.domain.serving import Deployment, ModelDeployment, ServerGroup, ServerSpec
     from gpucast.inputs import serving as inputs
     from gpucast.inputs.workload import check_workload_name
-    from gpucast.simulate.realtime import check_deadlines, deadline_outcomes
+    from gpucast.simulate.realtime import check_deadlines, check_queue_timeouts, deadline_outcomes
     from gpucast.simulate.serving import (
         analytic_capacity_rps,
         find_saturation,
@@ -223,6 +223,7 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
             deployment, capacity_rps=host_capacity_rps, host_s=fit.value.host_s
         )
         sources["host_path"] = fit.source
+    check_queue_timeouts(deployment)
     slo_s = None if request.slo_target is None else request.slo_target[1]
     if closed is None:
         result = simulate_serving(
