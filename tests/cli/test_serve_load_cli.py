@@ -105,6 +105,27 @@ def test_engine_and_precision_change_the_curve() -> None:
     assert default["precision"] == "fp16"  # the engine's default
 
 
+def test_int8_priced_at_another_mode_s_peak_says_so() -> None:
+    # QA 40 V #3: a K80 (no int8 figure in the catalog) ran int8 at its fp32 peak, unsaid;
+    # an A10G (no int8 column) at its fp16 one; a T4 has its own int8 peak
+    def source(gpu: str) -> str:
+        argv = ["simulate", "serve", "--model", "mlp", "--gpu", gpu, "--duration-s", "2"]
+        out = _json([*argv, "--rate", "50", "--engine", "tensorrt", "--precision", "int8"])
+        return str(out["sources"]["latency"])  # type: ignore[index]
+
+    assert "int8 priced at the K80's fp32 peak (the catalog has no int8 figure for it)" in source(
+        "K80"
+    )
+    assert "int8 priced at the A10G's fp16 peak" in source("A10G")
+    assert "priced at" not in source("T4")
+    plan = ["plan", "serve", "--model", "mlp:50", "--no-mig", "--duration-s", "2", "--slo-ms", "50"]
+    out = _json([*plan, "--gpu", "K80,T4,A10G", "--engine", "tensorrt", "--precision", "int8"])
+    assert out["assumptions"]["latency"].endswith(  # type: ignore[index]
+        "; int8 priced at another mode's peak where the catalog has no int8 figure: "
+        "A10G (fp16), K80 (fp32)"
+    )
+
+
 def test_workload_options_reach_the_profile() -> None:
     small = _json([*SIM, "--rate", "50", "-o", "hidden=64"])
     big = _json([*SIM, "--rate", "50", "-o", "hidden=4096,4096"])

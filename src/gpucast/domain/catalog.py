@@ -248,6 +248,14 @@ class GpuSpec:
                 return float(value) * self.clock_share
         return self.fp32_tflops  # pragma: no cover - fp32 is always present
 
+    def priced_as(self, precision: str) -> str:
+        """The precision whose peak :meth:`peak_tflops` takes for ``precision``: itself where
+        the GPU has units for it, else the mode it falls back to (int8 on a K80: fp32)."""
+        for attr in _peak_columns(precision):
+            if getattr(self, attr) is not None:
+                return attr.partition("_")[0]
+        return "fp32"  # pragma: no cover - fp32 is always present
+
     def has_units(self, precision: str) -> bool:
         """Whether the GPU has units of its own for ``precision`` (a datasheet peak for it);
         one it lacks, :meth:`peak_tflops` prices at the mode it falls back to."""

@@ -671,6 +671,17 @@ def model_profiles(
         f"roofline of the profiled inference pass ({precision}) on each catalog GPU / MIG "
         f"slice / CPU ({how})" + (f"; measured tables for {tables}" if measured else "")
     )
+    specs = {spec.name: spec for spec, _, _ in (targets[o.name] for o in options) if spec}
+    fallback = [
+        f"{name} ({spec.priced_as(precision)})"
+        for name, spec in sorted(specs.items())
+        if precision not in ("fp32", "tf32") and spec.priced_as(precision) != precision
+    ]
+    if fallback:  # QA 40 V #3
+        source += (
+            f"; {precision} priced at another mode's peak where the catalog has no {precision} "
+            f"figure: {', '.join(fallback)}"
+        )
     return Sourced(profiles, source)
 
 
