@@ -592,12 +592,15 @@ def payload_text(work: InferenceWork, precision: str) -> str:
     other = work.input_bytes_per_sample - elements * ELEMENT_BYTES[precision]
     if other > 0.5:
         parts.append(f"{other:,.0f} B of integer inputs (token ids, indices: any precision)")
-    return (
-        f"{size}: {work.name}'s input tensors as the model takes them, "
-        + " + ".join(parts)
-        + ", sent preprocessed (as MLPerf Inference's TensorRT submissions send ResNet-50: "
+    sent = (  # the comparison holds for tensors, not for token ids (QA 40 V #6)
+        ", sent preprocessed (as MLPerf Inference's TensorRT submissions send ResNet-50: "
         "int8 tensors), no training target (--input-kb to change, e.g. 150 for a 224x224x3 "
         "uint8 image)"
+        if elements
+        else ", no training target (--input-kb to change)"
+    )
+    return (
+        f"{size}: {work.name}'s input tensors as the model takes them, " + " + ".join(parts) + sent
     )
 
 
