@@ -126,6 +126,50 @@ def test_int8_priced_at_another_mode_s_peak_says_so() -> None:
     )
 
 
+def test_tensorrt_is_refused_on_a_gpu_it_does_not_run_on() -> None:
+    # QA 40 V #12: TensorRT on an MI300X or a Gaudi2 was priced like an NVIDIA GPU's
+    argv = ["simulate", "serve", "--model", "mlp", "--rate", "50", "--price", "3"]
+    for gpu, vendor in (("MI300X", "amd"), ("Gaudi2", "intel")):
+        result = runner.invoke(app, [*argv, "--gpu", gpu, "--engine", "tensorrt"])
+        assert result.exit_code == 2, result.output
+        line = result.stderr.strip()
+        assert line.startswith(
+            f"error: engine: TensorRT-class runs on nvidia GPUs only, not on {gpu} ({vendor})"
+        )
+        assert "\n" not in line and "--engine eager-pytorch" in line
+    assert _json([*argv, "--gpu", "MI300X", "--duration-s", "2"])["engine"] == "eager-pytorch"
+
+
+def test_plan_serve_plans_tensorrt_on_the_gpus_it_runs_on(tmp_path: Path) -> None:
+    # QA 40 V #12: --engine tensorrt recommended a CPU server priced at TensorRT's efficiencies
+    plan = [
+        "plan",
+        "serve",
+        "--model",
+        "mlp:5",
+        "--slo-ms",
+        "2000",
+        "--no-mig",
+        "--duration-s",
+        "2",
+    ]
+    out = _json([*plan, "--engine", "tensorrt"])
+    kinds = {g["server"]["kind"] for c in out["candidates"] for g in c["groups"]}  # type: ignore[index, union-attr]
+    assert kinds == {"gpu"}
+    assert "CPU servers" in out["assumptions"]["engine servers"]  # type: ignore[index]
+    offers = tmp_path / "offers.csv"
+    offers.write_text(
+        "provider,region,instance_type,gpu,gpus,vcpus,memory_gib,network_gbps,"
+        "on_demand_usd_per_hour,spot_usd_per_hour,source_url,as_of,note\n"
+        "azure,eastus,ND-MI300X-v5,MI300X,8,96,1850,400,48.0,,https://example.org,2026-12-07,\n"
+    )
+    amd = ["--gpu", "MI300X", "--offers", str(offers)]
+    assert _json([*plan, *amd])["recommended"] is not None  # eager PyTorch runs there
+    result = runner.invoke(app, [*plan, "--engine", "tensorrt", *amd])
+    assert result.exit_code == 2, result.output
+    assert "engine: TensorRT-class runs on nvidia GPUs only, not on MI300X (amd)" in result.stderr
+
+
 def test_workload_options_reach_the_profile() -> None:
     small = _json([*SIM, "--rate", "50", "-o", "hidden=64"])
     big = _json([*SIM, "--rate", "50", "-o", "hidden=4096,4096"])

@@ -44,7 +44,9 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
     engine_profile = serving_engine(request.engine)
     precision = request.precision or engine_profile.default_precision
     catalog = load_catalog(offers_file(request.offers_file))
-    _check_units(precision, catalog.gpu(request.gpu), catalog)
+    gpu = catalog.gpu(request.gpu)
+    engine_profile.check_runs_on(gpu.name, gpu.vendor)  # TensorRT on an MI300X: QA 40 V #12
+    _check_units(precision, gpu, catalog)
     server = inputs.gpu_server(
         catalog, request.gpu, request.mig, request.price, providers=request.providers,
         regions=request.regions, spot=request.spot,

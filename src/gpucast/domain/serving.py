@@ -537,6 +537,23 @@ class ServingEngineProfile:
     source_url: str
     as_of: date
     note: str = ""
+    #: the GPU vendors it runs on (empty: any -- PyTorch's CUDA, ROCm and Gaudi builds)
+    vendors: tuple[str, ...] = ()
+
+    def runs_on(self, vendor: str) -> bool:
+        """Whether the engine runs on GPUs of ``vendor`` (:attr:`vendors`)."""
+        return not self.vendors or vendor.lower() in {v.lower() for v in self.vendors}
+
+    def check_runs_on(self, gpu: str, vendor: str) -> None:
+        """One clear error where the engine does not run on ``gpu`` (of ``vendor``)."""
+        if not self.runs_on(vendor):
+            raise InvalidSpecError(
+                "engine",
+                f"{self.display_name} runs on {' / '.join(self.vendors)} GPUs only, not on "
+                f"{gpu} ({vendor})",
+                got=self.name,
+                fix="use --engine eager-pytorch there, or an NVIDIA GPU",
+            )
 
     def __post_init__(self) -> None:
         bad = [p for p in self.precisions if p not in SERVING_PRECISIONS]
