@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal, get_args
+from typing import ClassVar, Literal, get_args
 
+from gpucast.domain.catalog import VendorBound
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import usable_gib
 
@@ -519,7 +520,7 @@ SERVING_PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ServingEngineProfile:
+class ServingEngineProfile(VendorBound):
     """A request-level inference engine (``catalog/data/serving_engines.csv``): which
     precisions it runs and where its efficiency figures come from -- ``gemm_efficiency_from``
     (``steptime``: the step-time model's fitted tensor-core efficiency; or
@@ -539,21 +540,7 @@ class ServingEngineProfile:
     note: str = ""
     #: the GPU vendors it runs on (empty: any -- PyTorch's CUDA, ROCm and Gaudi builds)
     vendors: tuple[str, ...] = ()
-
-    def runs_on(self, vendor: str) -> bool:
-        """Whether the engine runs on GPUs of ``vendor`` (:attr:`vendors`)."""
-        return not self.vendors or vendor.lower() in {v.lower() for v in self.vendors}
-
-    def check_runs_on(self, gpu: str, vendor: str) -> None:
-        """One clear error where the engine does not run on ``gpu`` (of ``vendor``)."""
-        if not self.runs_on(vendor):
-            raise InvalidSpecError(
-                "engine",
-                f"{self.display_name} runs on {' / '.join(self.vendors)} GPUs only, not on "
-                f"{gpu} ({vendor})",
-                got=self.name,
-                fix="use --engine eager-pytorch there, or an NVIDIA GPU",
-            )
+    VENDOR_FIX: ClassVar[str] = "use --engine eager-pytorch there, or an NVIDIA GPU"
 
     def __post_init__(self) -> None:
         bad = [p for p in self.precisions if p not in SERVING_PRECISIONS]
