@@ -170,6 +170,19 @@ def test_plan_serve_plans_tensorrt_on_the_gpus_it_runs_on(tmp_path: Path) -> Non
     assert "engine: TensorRT-class runs on nvidia GPUs only, not on MI300X (amd)" in result.stderr
 
 
+def test_a_trace_without_arrival_times_names_every_format_simulate_serve_reads(
+    tmp_path: Path,
+) -> None:
+    # QA 40 V #7: the fix named the LLM trace and an arrival_s CSV, not the Azure Functions
+    # counts simulate serve also reads
+    trace = tmp_path / "times.csv"
+    trace.write_text("time\n0.1\n0.2\n")
+    result = runner.invoke(app, [*SIM, "--arrivals", f"trace:{trace}"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "has columns time" in line and "Azure Functions" in line and "\n" not in line
+
+
 def test_workload_options_reach_the_profile() -> None:
     small = _json([*SIM, "--rate", "50", "-o", "hidden=64"])
     big = _json([*SIM, "--rate", "50", "-o", "hidden=4096,4096"])

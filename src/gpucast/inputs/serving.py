@@ -575,6 +575,14 @@ def pcie_gbps(gpu: GpuSpec) -> Sourced[float]:
     return Sourced(gbps, f"{gbps:g} GB/s (PCIe {gpu.pcie_generation}.0 x16, {gpu.name})")
 
 
+#: What ``--arrivals trace:FILE`` reads, in the refusal of a file it cannot (QA 40 V #7)
+SERVING_TRACE_FORMATS = (
+    "give a CSV with an arrival_s column, an Azure Functions per-minute count file "
+    "(HashOwner,HashApp,HashFunction,Trigger,1,...,1440) or an Azure LLM trace "
+    "(TIMESTAMP,ContextTokens,GeneratedTokens)"
+)
+
+
 def payload_text(work: InferenceWork, precision: str) -> str:
     """What a request of ``work`` carries over the network and PCIe, in words: the model's
     input tensors as it takes them, the floating-point ones at the serving ``precision`` (as
@@ -775,7 +783,7 @@ def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arriv
     else:
         from gpucast.store.datasets.azure_traces import read_arrival_trace
 
-        parsed = read_arrival_trace(path)
+        parsed = read_arrival_trace(path, formats=SERVING_TRACE_FORMATS)
         skipped = parsed.skipped
         times = gen.from_timestamps(parsed.frame["arrival_s"].to_numpy())
         what = count_of(len(parsed.frame), "request")
