@@ -251,6 +251,12 @@ def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
             ["--rate", "10", "--host-ms", "2", "--queue-timeout-ms", "1"],
             "queue-timeout-ms: mlp: 1 ms is shorter than the 2.01 ms",
         ),
+        # QA 40 V #5: calibration errors named "measured p50", and a falling median "rises"
+        (["--rate", "10", "--calibrate-p50-ms", "0.5"], "calibrate-p50-ms: is not above"),
+        (
+            ["--rate", "10", "--calibrate-p50-ms", "30", "--calibrate-at", "200=20"],
+            "calibrate-p50-ms / calibrate-at: falls from 30.00 to 20.00 ms",
+        ),
         ([], "rate: is required"),
         (["--rate", "10", "-o", "nope=1"], "nope"),
     ],

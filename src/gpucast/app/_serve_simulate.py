@@ -217,9 +217,12 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
         for rate, p50_s in request.calibration_points:
             other = inputs.arrivals(request.arrivals, rate, request.arrivals_s, request.seed)
             points.append(({request.model: other.times_s}, p50_s))
+        flags = ["calibrate-p50-ms"] if request.calibrate_p50_ms is not None else []
+        flags += ["calibrate-at"] if request.calibrate_at else []
         fit = inputs.calibrated_host_path(
-            deployment, points, capacity_rps=request.host_capacity_rps, seed=request.seed
-        )
+            deployment, points, capacity_rps=request.host_capacity_rps, seed=request.seed,
+            field=" / ".join(flags),
+        )  # fmt: skip
         host_capacity_rps = fit.value.capacity_rps
         deployment = with_host_path(
             deployment, capacity_rps=host_capacity_rps, host_s=fit.value.host_s

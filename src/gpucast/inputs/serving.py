@@ -959,13 +959,14 @@ def calibrated_host_path(
     *,
     capacity_rps: float | None,
     seed: int,
+    field: str = "measured p50",
 ) -> Sourced[HostPathFit]:
     """The shared host fitted to measured medians (arrivals, seconds) by
     :func:`gpucast.simulate.serving.calibrate_host_path`: its time alone from one load (at
     the given capacity, None: unlimited), its time and capacity from two."""
     from gpucast.simulate.serving import calibrate_host_path
 
-    fit = calibrate_host_path(deployment, points, capacity_rps=capacity_rps, seed=seed)
+    fit = calibrate_host_path(deployment, points, capacity_rps=capacity_rps, seed=seed, field=field)
     medians = ", ".join(f"{p50 * 1e3:g} ms" for _a, p50 in points)
     cap = (
         f"capacity {fit.capacity_rps:.1f} req/s fitted"
