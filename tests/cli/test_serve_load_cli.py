@@ -278,6 +278,10 @@ def test_simulate_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str
         (["--model", "mlp:5", "--max-delays-ms", "0,1e9"], "max-delays-ms: must be at most"),
         (["--model", "mlp:5", "--trace", "a.csv", "--arrivals", "constant"],
          "trace: and --arrivals name two different"),
+        # QA 40 V #14: the deployments cut for costing more than one over budget were
+        # "not simulated: cannot beat the cheapest" when nothing was left to be cheapest
+        (["--model", "mlp:5", "--budget-usd-per-hour", "0.01"],
+         "(configurations by reason, most first: over budget: "),
     ],
 )  # fmt: skip
 def test_plan_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str) -> None:
