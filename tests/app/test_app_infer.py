@@ -127,6 +127,14 @@ def test_bad_input_is_one_line_naming_the_field(options: dict, message: str) -> 
     assert message in text and "\n" not in text
 
 
+def test_a_cnn_is_sent_to_simulate_serve_before_the_llm_fields_are_asked() -> None:
+    # QA 40 V #4: `predict infer --model resnet50 --gpu T4` asked for --input-len first; given
+    # it, the user learnt that the verb does not cover the model
+    with pytest.raises(InvalidInputError) as caught:
+        gpucast.predict_infer(model="resnet50", gpu="T4", batch_size=8)
+    assert "for a CNN's serving latency use gpucast simulate serve" in str(caught.value)
+
+
 def test_an_engine_is_refused_on_a_gpu_it_does_not_run_on() -> None:
     """TensorRT-LLM and DeepSpeed-MII run on NVIDIA GPUs only; vLLM also on AMD and Intel;
     llama.cpp and eager PyTorch anywhere. The refusal is one line naming the engine, the GPU

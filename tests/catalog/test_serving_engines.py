@@ -33,6 +33,14 @@ def test_every_row_has_a_source_date_and_resolvable_references() -> None:
             inference_engine(e.gemm_efficiency_from.partition(":")[2])  # resolves
 
 
+def test_tensorrt_runs_on_nvidia_gpus_only() -> None:
+    # QA 40 V #12: the engine row names its vendors; eager PyTorch (no vendors) runs anywhere
+    trt, eager = serving_engine("tensorrt"), serving_engine("eager-pytorch")
+    assert trt.vendors == ("nvidia",) and trt.runs_on("NVIDIA") and not trt.runs_on("amd")
+    assert eager.vendors == () and eager.runs_on("intel")
+    assert parse_serving_engines(HEADER + ROW)[0].vendors == ()  # the column is optional
+
+
 def test_lookup_by_alias_and_unknown_engine() -> None:
     assert serving_engine("TRT").name == "tensorrt"
     assert serving_engine("PyTorch").name == "eager-pytorch"

@@ -52,6 +52,22 @@ def test_closed_loop_clients_are_named_and_follow_littles_law(table: Path) -> No
     assert out["requests"] == out["served"] + out["dropped"] + out["in_flight"]
 
 
+def test_a_saturated_closed_loop_is_not_called_a_growing_queue(table: Path) -> None:
+    # QA 40 V #1: 200 clients on a host carrying 300 req/s keep ~200 requests in the server,
+    # a constant backlog (Little's law), not a queue growing with the run; and the overload
+    # warning pointed to --find-saturation, which a closed loop refuses
+    host = ["--host-ms", "2", "--host-capacity-rps", "300", "--latency-table", str(table)]
+    result = runner.invoke(app, [*SIM, *host, "--clients", "200", "--think-ms", "5", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["throughput_rps"] == pytest.approx(300.0, rel=0.03)
+    warned = " ".join(out["warnings"])  # type: ignore[arg-type]
+    assert "grows with the run" not in warned and "--find-saturation" not in warned
+    assert "saturated: 200 clients keep" in warned and "Little's law" in warned
+    quiet = _json([*SIM, *host, "--clients", "2", "--think-ms", "5"])
+    assert quiet["warnings"] == []
+
+
 def test_bounded_queue_drops_are_counted_and_warned(table: Path) -> None:
     bounded = ["--max-queue", "8", "--queue-timeout-ms", "20", "--json"]
     result = runner.invoke(app, [*SIM, "--latency-table", str(table), "--rate", "2000", *bounded])
@@ -87,6 +103,84 @@ def test_engine_and_precision_change_the_curve() -> None:
     assert lat(trt) < lat(eager)
     default = _json([*SIM, "--rate", "50", "--engine", "trt"])
     assert default["precision"] == "fp16"  # the engine's default
+
+
+def test_int8_priced_at_another_mode_s_peak_says_so() -> None:
+    # QA 40 V #3: a K80 (no int8 figure in the catalog) ran int8 at its fp32 peak, unsaid;
+    # an A10G (no int8 column) at its fp16 one; a T4 has its own int8 peak
+    def source(gpu: str) -> str:
+        argv = ["simulate", "serve", "--model", "mlp", "--gpu", gpu, "--duration-s", "2"]
+        out = _json([*argv, "--rate", "50", "--engine", "tensorrt", "--precision", "int8"])
+        return str(out["sources"]["latency"])  # type: ignore[index]
+
+    assert "int8 priced at the K80's fp32 peak (the catalog has no int8 figure for it)" in source(
+        "K80"
+    )
+    assert "int8 priced at the A10G's fp16 peak" in source("A10G")
+    assert "priced at" not in source("T4")
+    plan = ["plan", "serve", "--model", "mlp:50", "--no-mig", "--duration-s", "2", "--slo-ms", "50"]
+    out = _json([*plan, "--gpu", "K80,T4,A10G", "--engine", "tensorrt", "--precision", "int8"])
+    assert out["assumptions"]["latency"].endswith(  # type: ignore[index]
+        "; int8 priced at another mode's peak where the catalog has no int8 figure: "
+        "A10G (fp16), K80 (fp32)"
+    )
+
+
+def test_tensorrt_is_refused_on_a_gpu_it_does_not_run_on() -> None:
+    # QA 40 V #12: TensorRT on an MI300X or a Gaudi2 was priced like an NVIDIA GPU's
+    argv = ["simulate", "serve", "--model", "mlp", "--rate", "50", "--price", "3"]
+    for gpu, vendor in (("MI300X", "amd"), ("Gaudi2", "intel")):
+        result = runner.invoke(app, [*argv, "--gpu", gpu, "--engine", "tensorrt"])
+        assert result.exit_code == 2, result.output
+        line = result.stderr.strip()
+        assert line.startswith(
+            f"error: engine: TensorRT-class runs on nvidia GPUs only, not on {gpu} ({vendor})"
+        )
+        assert "\n" not in line and "--engine eager-pytorch" in line
+    assert _json([*argv, "--gpu", "MI300X", "--duration-s", "2"])["engine"] == "eager-pytorch"
+
+
+def test_plan_serve_plans_tensorrt_on_the_gpus_it_runs_on(tmp_path: Path) -> None:
+    # QA 40 V #12: --engine tensorrt recommended a CPU server priced at TensorRT's efficiencies
+    plan = [
+        "plan",
+        "serve",
+        "--model",
+        "mlp:5",
+        "--slo-ms",
+        "2000",
+        "--no-mig",
+        "--duration-s",
+        "2",
+    ]
+    out = _json([*plan, "--engine", "tensorrt"])
+    kinds = {g["server"]["kind"] for c in out["candidates"] for g in c["groups"]}  # type: ignore[index, union-attr]
+    assert kinds == {"gpu"}
+    assert "CPU servers" in out["assumptions"]["engine servers"]  # type: ignore[index]
+    offers = tmp_path / "offers.csv"
+    offers.write_text(
+        "provider,region,instance_type,gpu,gpus,vcpus,memory_gib,network_gbps,"
+        "on_demand_usd_per_hour,spot_usd_per_hour,source_url,as_of,note\n"
+        "azure,eastus,ND-MI300X-v5,MI300X,8,96,1850,400,48.0,,https://example.org,2026-12-07,\n"
+    )
+    amd = ["--gpu", "MI300X", "--offers", str(offers)]
+    assert _json([*plan, *amd])["recommended"] is not None  # eager PyTorch runs there
+    result = runner.invoke(app, [*plan, "--engine", "tensorrt", *amd])
+    assert result.exit_code == 2, result.output
+    assert "engine: TensorRT-class runs on nvidia GPUs only, not on MI300X (amd)" in result.stderr
+
+
+def test_a_trace_without_arrival_times_names_every_format_simulate_serve_reads(
+    tmp_path: Path,
+) -> None:
+    # QA 40 V #7: the fix named the LLM trace and an arrival_s CSV, not the Azure Functions
+    # counts simulate serve also reads
+    trace = tmp_path / "times.csv"
+    trace.write_text("time\n0.1\n0.2\n")
+    result = runner.invoke(app, [*SIM, "--arrivals", f"trace:{trace}"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "has columns time" in line and "Azure Functions" in line and "\n" not in line
 
 
 def test_workload_options_reach_the_profile() -> None:
@@ -152,6 +246,17 @@ def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
         # QA 38 I #17: a scheduler with nothing to order was ignored without a word
         (["--rate", "10", "--scheduler", "edf"], "scheduler: orders requests by their deadlines"),
         (["--clients", "2", "--find-saturation"], "find-saturation: offers ever higher"),
+        # QA 40 V #2: a timeout no request can meet dropped all of them, "add servers"
+        (
+            ["--rate", "10", "--host-ms", "2", "--queue-timeout-ms", "1"],
+            "queue-timeout-ms: mlp: 1 ms is shorter than the 2.01 ms",
+        ),
+        # QA 40 V #5: calibration errors named "measured p50", and a falling median "rises"
+        (["--rate", "10", "--calibrate-p50-ms", "0.5"], "calibrate-p50-ms: is not above"),
+        (
+            ["--rate", "10", "--calibrate-p50-ms", "30", "--calibrate-at", "200=20"],
+            "calibrate-p50-ms / calibrate-at: falls from 30.00 to 20.00 ms",
+        ),
         ([], "rate: is required"),
         (["--rate", "10", "-o", "nope=1"], "nope"),
     ],
@@ -173,6 +278,10 @@ def test_simulate_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str
         (["--model", "mlp:5", "--max-delays-ms", "0,1e9"], "max-delays-ms: must be at most"),
         (["--model", "mlp:5", "--trace", "a.csv", "--arrivals", "constant"],
          "trace: and --arrivals name two different"),
+        # QA 40 V #14: the deployments cut for costing more than one over budget were
+        # "not simulated: cannot beat the cheapest" when nothing was left to be cheapest
+        (["--model", "mlp:5", "--budget-usd-per-hour", "0.01"],
+         "(configurations by reason, most first: over budget: "),
     ],
 )  # fmt: skip
 def test_plan_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str) -> None:

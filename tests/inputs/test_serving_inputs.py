@@ -250,8 +250,10 @@ def test_the_default_request_is_the_model_input_at_the_serving_precision() -> No
     bert = {p: inputs.inference_work("bert-base", p).input_bytes_per_sample
             for p in ("fp32", "fp16", "int8")}  # fmt: skip
     assert len(set(bert.values())) == 1 and bert["fp32"] > 0
-    assert "B of integer inputs" in inputs.payload_text(inputs.inference_work("bert-base", "int8"),
-                                                        "int8")  # fmt: skip
+    ids = inputs.payload_text(inputs.inference_work("bert-base", "int8"), "int8")
+    assert "B of integer inputs" in ids
+    # QA 40 V #6: token ids were compared with ResNet-50's int8 tensors and a uint8 image
+    assert "ResNet-50" not in ids and "image" not in ids and ids.endswith("(--input-kb to change)")
 
 
 def test_rescaled_arrivals_keep_the_process_at_another_rate() -> None:

@@ -16,7 +16,12 @@ from gpucast.domain.serving import (
     ServerGroup,
     ServerSpec,
 )
-from gpucast.simulate.realtime import check_deadlines, deadline_outcomes, fastest_service_s
+from gpucast.simulate.realtime import (
+    check_deadlines,
+    check_queue_timeouts,
+    deadline_outcomes,
+    fastest_service_s,
+)
 from gpucast.simulate.serving import simulate_serving
 
 #: 10 ms for a batch of one, +1 ms per extra request (batches up to 8)
@@ -136,3 +141,26 @@ def test_a_scheduler_keeps_the_batching_delay(seed: int) -> None:
         assert np.array_equal(scheduled.batch_size, plain.batch_size)
         np.testing.assert_allclose(scheduled.latency_s, plain.latency_s, rtol=0, atol=1e-12)
     assert not np.array_equal(result("fifo", 0.0).batch_size, plain.batch_size)
+
+
+def test_a_queue_timeout_shorter_than_the_way_to_the_batcher_is_rejected() -> None:
+    # QA 40 V #2: 1 MB over a 8 Gbit/s link (1 ms), 2 ms on the host alone, 1 ms of PCIe copy:
+    # a request reaches the batcher 4 ms after it arrives, so a 3 ms timeout drops every one
+    def with_timeout(timeout_s: float) -> Deployment:
+        dep = ModelDeployment(
+            model="m",
+            latency=LatencyCurve.affine(0.002, 0.001),
+            batching=BatchingPolicy(queue_timeout_s=timeout_s),
+            input_bytes=1e6,
+        )
+        server = ServerSpec(
+            name="g", models=(dep,), memory_gib=16.0, price_usd_per_hour=1.0,
+            host_s=0.002, network_gbps=8.0, pcie_gbps=1.0,
+        )  # fmt: skip
+        return Deployment(groups=(ServerGroup(server=server),))
+
+    with pytest.raises(InvalidSpecError) as caught:
+        check_queue_timeouts(with_timeout(0.003))
+    message = str(caught.value)
+    assert message.startswith("queue-timeout-ms: m: 3 ms is shorter than the 4 ms")
+    check_queue_timeouts(with_timeout(0.004))

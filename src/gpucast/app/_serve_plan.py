@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from gpucast.app._serve_results import PlanServeResult
 from gpucast.app._serve_simulate import serving_validation
 from gpucast.app._units import servers_with_units, skipped_assumption
-from gpucast.domain.serving import SERVING_PRECISIONS
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.serving import SERVING_PRECISIONS, ServingEngineProfile
 from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S, ServeRequest
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def planned_serve(request: PlanServeRequest) -> PlanServeResult:
     if no_units:
         said = skipped_assumption(precision, no_units, auto=False)
         sources[said.name] = f"{said.value} ({said.source}; {said.override})"
+    servers = _servers_for_engine(servers, engine_profile, catalog, sources)
     engine = inputs.serving_efficiency(request.engine, precision)
     sources["engine"] = engine.source
     profiles = inputs.model_profiles(
@@ -188,3 +190,34 @@ def _estimated_servers(servers: Sequence[Any], catalog: Any, *, gpus_given: bool
         and not (gpus_given and s.kind == "gpu")
         and (s.provider, s.region, s.instance_type) in guessed
     )
+
+
+def _servers_for_engine(
+    servers: Sequence[Any], engine: ServingEngineProfile, catalog: Any, sources: dict[str, str]
+) -> list[Any]:
+    """The server options an engine of some vendors' GPUs only (TensorRT-class: NVIDIA's)
+    runs on, the others named in ``sources``; refused where none is left (QA 40 V #12: a CPU
+    server was recommended at TensorRT's efficiencies)."""
+    if not engine.vendors:
+        return list(servers)
+    other = sorted(
+        {s.gpu for s in servers if s.gpu and not engine.runs_on(catalog.gpu(s.gpu).vendor)}
+    )
+    kept = [s for s in servers if s.gpu and s.gpu not in other]
+    if not kept and other:
+        engine.check_runs_on(other[0], catalog.gpu(other[0]).vendor)
+    if not kept:
+        raise InvalidSpecError(
+            "engine",
+            f"{engine.display_name} runs on {' / '.join(engine.vendors)} GPUs only, and the "
+            "filters leave CPU servers alone",
+            got=engine.name,
+            fix="use --engine eager-pytorch, or let the plan take GPUs",
+        )
+    skipped = [*other, *(["CPU servers"] if any(s.gpu is None for s in servers) else [])]
+    if skipped:
+        sources["engine servers"] = (
+            f"{engine.display_name} runs on {' / '.join(engine.vendors)} GPUs only: "
+            f"{', '.join(skipped)} not planned (--engine eager-pytorch plans them)"
+        )
+    return kept

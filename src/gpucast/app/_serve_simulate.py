@@ -30,7 +30,7 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
     from gpucast.domain.serving import Deployment, ModelDeployment, ServerGroup, ServerSpec
     from gpucast.inputs import serving as inputs
     from gpucast.inputs.workload import check_workload_name
-    from gpucast.simulate.realtime import check_deadlines, deadline_outcomes
+    from gpucast.simulate.realtime import check_deadlines, check_queue_timeouts, deadline_outcomes
     from gpucast.simulate.serving import (
         analytic_capacity_rps,
         find_saturation,
@@ -44,7 +44,9 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
     engine_profile = serving_engine(request.engine)
     precision = request.precision or engine_profile.default_precision
     catalog = load_catalog(offers_file(request.offers_file))
-    _check_units(precision, catalog.gpu(request.gpu), catalog)
+    gpu = catalog.gpu(request.gpu)
+    engine_profile.check_runs_on(gpu.name, gpu.vendor)  # TensorRT on an MI300X: QA 40 V #12
+    _check_units(precision, gpu, catalog)
     server = inputs.gpu_server(
         catalog, request.gpu, request.mig, request.price, providers=request.providers,
         regions=request.regions, spot=request.spot,
@@ -229,14 +231,18 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
         for rate, p50_s in request.calibration_points:
             other = inputs.arrivals(request.arrivals, rate, request.arrivals_s, request.seed)
             points.append(({request.model: other.times_s}, p50_s))
+        flags = ["calibrate-p50-ms"] if request.calibrate_p50_ms is not None else []
+        flags += ["calibrate-at"] if request.calibrate_at else []
         fit = inputs.calibrated_host_path(
-            deployment, points, capacity_rps=request.host_capacity_rps, seed=request.seed
-        )
+            deployment, points, capacity_rps=request.host_capacity_rps, seed=request.seed,
+            field=" / ".join(flags),
+        )  # fmt: skip
         host_capacity_rps = fit.value.capacity_rps
         deployment = with_host_path(
             deployment, capacity_rps=host_capacity_rps, host_s=fit.value.host_s
         )
         sources["host_path"] = fit.source
+    check_queue_timeouts(deployment)
     slo_s = None if request.slo_target is None else request.slo_target[1]
     if closed is None:
         result = simulate_serving(
@@ -261,7 +267,9 @@ def simulated_serve(request: SimulateServeRequest) -> SimulateServeResult:
             start_rps=analytic_capacity_rps(deployment, request.model),
             seed=request.seed,
         )
-    warnings += table_warnings + _overload_warnings(result, searched=saturation is not None)
+    warnings += table_warnings + _overload_warnings(
+        result, searched=saturation is not None, clients=None if closed is None else closed.clients
+    )
     classes = deadline_outcomes(result, deployment) if scheduler is not None else ()
     host_s = deployment.groups[0].server.host_s
     return SimulateServeResult(
@@ -363,9 +371,13 @@ def _steady_backlog(result: ServingResult, served_rps: float) -> float:
     return 1.0 + (served_rps * float(np.median(lat)) if lat.size else 0.0)
 
 
-def _overload_warnings(result: ServingResult, *, searched: bool = False) -> list[str]:
+def _overload_warnings(
+    result: ServingResult, *, searched: bool = False, clients: int | None = None
+) -> list[str]:
     """Shed requests and a backlog the servers did not clear, in words (``searched``: the
-    saturation search ran, so its result is pointed to, not the flag)."""
+    saturation search ran, so its result is pointed to, not the flag). A closed loop of
+    ``clients`` holds at most that many requests: its backlog never grows with the run, so a
+    busy bottleneck is named as saturation by the clients instead (QA 40 V #1)."""
     out: list[str] = []
     counts = result.counts()
     offered, served = result.offered_rps(), result.throughput_rps()
@@ -375,6 +387,8 @@ def _overload_warnings(result: ServingResult, *, searched: bool = False) -> list
             f"({counts.get('queue_full', 0)} queue full, {counts.get('timeout', 0)} timed out): "
             "the servers shed load. Add servers or instances."
         )
+    if clients is not None:
+        return out + _closed_loop_saturation(result, clients, served)
     dropped_rps = counts["dropped"] / result.window_s if result.window_s > 0 else 0.0
     if (
         counts["requests"]
@@ -398,6 +412,23 @@ def _overload_warnings(result: ServingResult, *, searched: bool = False) -> list
                 + ("see the saturation found below." if searched else "see --find-saturation.")
             )
     return out
+
+
+def _closed_loop_saturation(result: ServingResult, clients: int, served: float) -> list[str]:
+    """A closed loop whose bottleneck is busy nearly all the run: its clients saturate it, and
+    each more client only adds waiting (Little's law), in words; nothing below that."""
+    import numpy as np
+
+    peak = _busiest_stage(result)
+    ran = result.latency_s[np.isfinite(result.latency_s)]
+    if peak < BURST_BUSY_FRACTION or not ran.size:
+        return []
+    return [
+        f"saturated: {clients} clients keep the busiest stage {peak:.0%} busy: {served:.1f} "
+        f"req/s served, each request waiting {float(ran.mean()) * 1e3:,.1f} ms on average (a "
+        "closed loop's latency grows with its clients, by Little's law, not with the run). "
+        "Fewer clients, or add servers or instances."
+    ]
 
 
 #: A backlog at the horizon on servers busy less than this share of the run is a burst

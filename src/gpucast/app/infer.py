@@ -15,7 +15,7 @@ regime (``catalog/data/validation.csv``: ``benchmarks/llm_inference_accuracy.py`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -78,6 +78,14 @@ class PredictInferRequest:
         "engine max_batch_size). Default: the engine profile's (256; llama.cpp 1).",
         example="1024",
     )
+
+    @staticmethod
+    def missing_fix(name: str, given: Mapping[str, Any]) -> str | None:
+        """A model predict infer does not cover is refused before the LLM fields it would
+        ask for (QA 40 V #4: a CNN was asked for --input-len, then refused)."""
+        if isinstance(given.get("model"), str):
+            _known_llm(given["model"])
+        return None
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "input_len", "output_len", "tp", "max_num_seqs"):
@@ -220,15 +228,30 @@ def more_gpus_hint(chosen: InferencePrediction, others: Sequence[InferencePredic
     )
 
 
+def _known_llm(name: str) -> Any:
+    """The LLM spec of ``name``; a model predict infer does not cover (a CNN) in one line
+    pointing to the verb that does."""
+    from gpucast.catalog.llm import llm_model, load_llm_models
+    from gpucast.domain.errors import UnknownModelError
+
+    try:
+        return llm_model(name)
+    except UnknownModelError as exc:
+        raise UnknownModelError(
+            name,
+            [m.name for m in load_llm_models()],
+            fix="predict infer covers the LLMs of catalog/data/llm_models.csv; for a CNN's "
+            "serving latency use gpucast simulate serve --model NAME --gpu GPU",
+        ) from exc
+
+
 def predict_infer(
     request: PredictInferRequest | None = None, /, **options: Any
 ) -> PredictInferResult:
     """TTFT, batch latency, tokens/s and memory of one batch (module docstring)."""
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
-    from gpucast.catalog.llm import llm_model, load_llm_models
     from gpucast.catalog.validation import validation_for
-    from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
     from gpucast.inputs.llm_serving import (
         check_tp_within_node,
@@ -246,15 +269,7 @@ def predict_infer(
     )
 
     request = resolve(PredictInferRequest, request, options)
-    try:
-        spec = llm_model(request.model)
-    except UnknownModelError as exc:
-        raise UnknownModelError(
-            request.model,
-            [m.name for m in load_llm_models()],
-            fix="predict infer covers the LLMs of catalog/data/llm_models.csv; for a CNN's "
-            "serving latency use gpucast simulate serve --model NAME --gpu GPU",
-        ) from exc
+    spec = _known_llm(request.model)
     catalog = load_catalog()
     gpu, node = node_links(catalog.gpu(request.gpu))  # as its node links it
     check_tp_within_node(gpu.name, request.tp)

@@ -55,6 +55,7 @@ def parse_serving_engines(text: str, path: str = _PATH) -> tuple[ServingEnginePr
                     column="gemm_efficiency_from",
                 ),
                 stack=require_text(row["stack"], path=path, line=line, column="stack"),
+                vendors=split_bar(row.get("vendors", "")),  # empty or absent: any vendor
                 source_url=require_text(
                     row["source_url"], path=path, line=line, column="source_url"
                 ),

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, ClassVar
 
 from gpucast.domain.errors import (
     InvalidSpecError,
@@ -106,6 +106,34 @@ def _peak_columns(precision: str) -> tuple[str, ...]:
             "precision", f"must be one of {', '.join(_PEAK_COLUMNS)}", got=precision
         )
     return _PEAK_COLUMNS[precision]
+
+
+class VendorBound:
+    """An engine that runs on some GPU vendors' GPUs only (``vendors``; empty: any), and its
+    one-line refusal under ``ENGINE_FLAG`` with ``VENDOR_FIX`` (an LLM engine's
+    ``--framework``, a serving engine's ``--engine``)."""
+
+    __slots__ = ()
+    ENGINE_FLAG: ClassVar[str] = "engine"
+    VENDOR_FIX: ClassVar[str] = "pick an engine that runs there"
+    name: str
+    display_name: str
+    vendors: tuple[str, ...]
+
+    def runs_on(self, vendor: str) -> bool:
+        """Whether the engine runs on GPUs of ``vendor`` (:attr:`vendors`)."""
+        return not self.vendors or vendor.lower() in {v.lower() for v in self.vendors}
+
+    def check_runs_on(self, gpu: str, vendor: str) -> None:
+        """One clear error where the engine does not run on ``gpu`` (of ``vendor``)."""
+        if not self.runs_on(vendor):
+            raise InvalidSpecError(
+                self.ENGINE_FLAG,
+                f"{self.display_name} runs on {' / '.join(self.vendors)} GPUs only, not on "
+                f"{gpu} ({vendor})",
+                got=self.name,
+                fix=self.VENDOR_FIX,
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +275,14 @@ class GpuSpec:
             if value is not None:
                 return float(value) * self.clock_share
         return self.fp32_tflops  # pragma: no cover - fp32 is always present
+
+    def priced_as(self, precision: str) -> str:
+        """The precision whose peak :meth:`peak_tflops` takes for ``precision``: itself where
+        the GPU has units for it, else the mode it falls back to (int8 on a K80: fp32)."""
+        for attr in _peak_columns(precision):
+            if getattr(self, attr) is not None:
+                return attr.partition("_")[0]
+        return "fp32"  # pragma: no cover - fp32 is always present
 
     def has_units(self, precision: str) -> bool:
         """Whether the GPU has units of its own for ``precision`` (a datasheet peak for it);

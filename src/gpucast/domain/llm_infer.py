@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
+from gpucast.domain.catalog import VendorBound
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.units import GIB
 from gpucast.domain.workload import FP8, check_precision_units
@@ -115,7 +116,7 @@ def check_weight_units(precision: str | None, gpu: Any, catalog: Any, engine: st
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EngineProfile:
+class EngineProfile(VendorBound):
     """An inference engine: its structure (facts from its documentation and the benchmark's
     scripts) and its efficiency parameters (fitted, or priors where there is no data).
 
@@ -157,6 +158,8 @@ class EngineProfile:
     #: the GPU vendors it runs on (empty: any -- llama.cpp's CUDA, HIP, SYCL and Vulkan
     #: back ends, eager PyTorch)
     vendors: tuple[str, ...] = ()
+    ENGINE_FLAG: ClassVar[str] = "framework"
+    VENDOR_FIX: ClassVar[str] = "pick an engine that runs there, e.g. --framework vllm or llama.cpp"
     max_sequences: int = 256
     memory_fraction: float = 0.9
     memory_share: MemoryShare = "total"
@@ -242,21 +245,6 @@ class EngineProfile:
     @property
     def fitted(self) -> bool:
         return bool(self.fitted_params)
-
-    def runs_on(self, vendor: str) -> bool:
-        """Whether the engine runs on GPUs of ``vendor`` (:attr:`vendors`)."""
-        return not self.vendors or vendor.lower() in {v.lower() for v in self.vendors}
-
-    def check_runs_on(self, gpu: str, vendor: str) -> None:
-        """One clear error where the engine does not run on ``gpu`` (of ``vendor``)."""
-        if not self.runs_on(vendor):
-            raise InvalidSpecError(
-                "framework",
-                f"{self.display_name} runs on {' / '.join(self.vendors)} GPUs only, not on "
-                f"{gpu} ({vendor})",
-                got=self.name,
-                fix="pick an engine that runs there, e.g. --framework vllm or llama.cpp",
-            )
 
     def check_kv_precision(self, kv: str) -> None:
         """One clear error where the engine cannot keep its KV cache in ``kv``

@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal, get_args
+from typing import ClassVar, Literal, get_args
 
+from gpucast.domain.catalog import VendorBound
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import usable_gib
 
@@ -520,7 +521,7 @@ SERVING_PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ServingEngineProfile:
+class ServingEngineProfile(VendorBound):
     """A request-level inference engine (``catalog/data/serving_engines.csv``): which
     precisions it runs and where its efficiency figures come from -- ``gemm_efficiency_from``
     (``steptime``: the step-time model's fitted tensor-core efficiency; or
@@ -538,6 +539,9 @@ class ServingEngineProfile:
     source_url: str
     as_of: date
     note: str = ""
+    #: the GPU vendors it runs on (empty: any -- PyTorch's CUDA, ROCm and Gaudi builds)
+    vendors: tuple[str, ...] = ()
+    VENDOR_FIX: ClassVar[str] = "use --engine eager-pytorch there, or an NVIDIA GPU"
 
     def __post_init__(self) -> None:
         bad = [p for p in self.precisions if p not in SERVING_PRECISIONS]

@@ -648,6 +648,14 @@ def pcie_gbps(gpu: GpuSpec) -> Sourced[float]:
     return Sourced(gbps, f"{gbps:g} GB/s (PCIe {gpu.pcie_generation}.0 x16, {gpu.name})")
 
 
+#: What ``--arrivals trace:FILE`` reads, in the refusal of a file it cannot (QA 40 V #7)
+SERVING_TRACE_FORMATS = (
+    "give a CSV with an arrival_s column, an Azure Functions per-minute count file "
+    "(HashOwner,HashApp,HashFunction,Trigger,1,...,1440) or an Azure LLM trace "
+    "(TIMESTAMP,ContextTokens,GeneratedTokens)"
+)
+
+
 def payload_text(work: InferenceWork, precision: str) -> str:
     """What a request of ``work`` carries over the network and PCIe, in words: the model's
     input tensors as it takes them, the floating-point ones at the serving ``precision`` (as
@@ -665,12 +673,15 @@ def payload_text(work: InferenceWork, precision: str) -> str:
     other = work.input_bytes_per_sample - elements * ELEMENT_BYTES[precision]
     if other > 0.5:
         parts.append(f"{other:,.0f} B of integer inputs (token ids, indices: any precision)")
-    return (
-        f"{size}: {work.name}'s input tensors as the model takes them, "
-        + " + ".join(parts)
-        + ", sent preprocessed (as MLPerf Inference's TensorRT submissions send ResNet-50: "
+    sent = (  # the comparison holds for tensors, not for token ids (QA 40 V #6)
+        ", sent preprocessed (as MLPerf Inference's TensorRT submissions send ResNet-50: "
         "int8 tensors), no training target (--input-kb to change, e.g. 150 for a 224x224x3 "
         "uint8 image)"
+        if elements
+        else ", no training target (--input-kb to change)"
+    )
+    return (
+        f"{size}: {work.name}'s input tensors as the model takes them, " + " + ".join(parts) + sent
     )
 
 
@@ -745,6 +756,17 @@ def model_profiles(
         f"roofline of the profiled inference pass ({precision}) on each catalog GPU / MIG "
         f"slice / CPU ({how})" + (f"; measured tables for {tables}" if measured else "")
     )
+    specs = {spec.name: spec for spec, _, _ in (targets[o.name] for o in options) if spec}
+    fallback = [
+        f"{name} ({spec.priced_as(precision)})"
+        for name, spec in sorted(specs.items())
+        if precision not in ("fp32", "tf32") and spec.priced_as(precision) != precision
+    ]
+    if fallback:  # QA 40 V #3
+        source += (
+            f"; {precision} priced at another mode's peak where the catalog has no {precision} "
+            f"figure: {', '.join(fallback)}"
+        )
     return Sourced(profiles, source)
 
 
@@ -835,7 +857,7 @@ def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arriv
     else:
         from gpucast.store.datasets.azure_traces import read_arrival_trace
 
-        parsed = read_arrival_trace(path)
+        parsed = read_arrival_trace(path, formats=SERVING_TRACE_FORMATS)
         skipped = parsed.skipped
         times = gen.from_timestamps(parsed.frame["arrival_s"].to_numpy())
         what = count_of(len(parsed.frame), "request")
@@ -1011,13 +1033,14 @@ def calibrated_host_path(
     *,
     capacity_rps: float | None,
     seed: int,
+    field: str = "measured p50",
 ) -> Sourced[HostPathFit]:
     """The shared host fitted to measured medians (arrivals, seconds) by
     :func:`gpucast.simulate.serving.calibrate_host_path`: its time alone from one load (at
     the given capacity, None: unlimited), its time and capacity from two."""
     from gpucast.simulate.serving import calibrate_host_path
 
-    fit = calibrate_host_path(deployment, points, capacity_rps=capacity_rps, seed=seed)
+    fit = calibrate_host_path(deployment, points, capacity_rps=capacity_rps, seed=seed, field=field)
     medians = ", ".join(f"{p50 * 1e3:g} ms" for _a, p50 in points)
     cap = (
         f"capacity {fit.capacity_rps:.1f} req/s fitted"

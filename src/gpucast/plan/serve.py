@@ -595,6 +595,10 @@ def plan_serving(
         key=lambda c: (c.cost_usd_per_hour, c.tail_latency_s, c.servers, c.describe()),
     )
     if not ordered:
+        if REASON_BUDGET in planner.reasons and not planner.cut_by_cap:
+            # those cut cost more than a deployment found to meet the SLO, which the budget
+            # then refused: over budget too, with no cheapest left to beat (QA 40 V #14)
+            planner.reasons[REASON_BUDGET] += planner.reasons.pop(REASON_CUT, 0)
         detail = ", ".join(f"{k}: {v}" for k, v in planner.reasons.most_common())
         fix = (
             "raise --budget-usd-per-hour"

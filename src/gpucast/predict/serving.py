@@ -374,6 +374,13 @@ def predict_latency_curve(
     dev = DeviceRoofline.of_gpu(device, precision) if isinstance(device, GpuSpec) else device
     c_slow = b_slow = 1.0
     label = dev.name
+    mode = device.priced_as(precision) if isinstance(device, GpuSpec) else precision
+    priced = (
+        ""
+        if mode == precision or precision in ("fp32", "tf32")
+        else f"; {precision} priced at the {dev.name}'s {mode} peak (the catalog has no "
+        f"{precision} figure for it)"
+    )
     if mig is not None:
         if not isinstance(device, GpuSpec):
             raise InvalidSpecError("mig", "needs a GPU, not a CPU")
@@ -396,7 +403,7 @@ def predict_latency_curve(
         host_s=host,
         source=source
         or (
-            f"roofline {work.name} on {label} ({precision})"
+            f"roofline {work.name} on {label} ({precision}{priced})"
             + ("" if calibration_scale == 1.0 else f", calibrated x{calibration_scale:.3g}")
             + ("" if device_scale == 1.0 else f", device time x{device_scale:.3g}")
         ),

@@ -24,6 +24,7 @@ import numpy as np
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serving import Deployment, ModelDeployment
 from gpucast.simulate.serving import ServingResult
+from gpucast.simulate.stages import fastest_to_batcher_s
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +69,25 @@ def check_deadlines(deployment: Deployment, field: str = "deadline") -> None:
                 f"service, {floor * 1e3:.3g} ms (a batch of one on an idle server)",
                 fix=f"give {name} a deadline >= {floor * 1e3:.3g} ms or a faster server",
             )
+
+
+def check_queue_timeouts(deployment: Deployment, field: str = "queue-timeout-ms") -> None:
+    """One :class:`InvalidSpecError` for the first model whose queue timeout is shorter than
+    the way to its batcher on an idle server (:func:`fastest_to_batcher_s`): the timeout runs
+    from arrival, so every request would time out at any load (QA 40 V #2)."""
+    for group in deployment.groups:
+        for dep in group.server.models:
+            timeout_s = dep.batching.queue_timeout_s
+            floor = fastest_to_batcher_s(group.server, dep.input_bytes)
+            if timeout_s is not None and timeout_s < floor:
+                raise InvalidSpecError(
+                    field,
+                    f"{dep.model}: {timeout_s * 1e3:.3g} ms is shorter than the "
+                    f"{floor * 1e3:.3g} ms a request needs to reach the batcher on an idle "
+                    "server (network link, host path alone, PCIe copy): every request would "
+                    "time out",
+                    fix=f"e.g. --queue-timeout-ms {max(100.0, 10 * floor * 1e3):.3g}",
+                )
 
 
 def deadline_outcomes(result: ServingResult, deployment: Deployment) -> tuple[ClassOutcome, ...]:

@@ -953,6 +953,7 @@ def calibrate_host_path(
     capacity_rps: float | None = None,
     fit_capacity: bool = True,
     seed: int | None = 0,
+    field: str = "measured p50",
 ) -> HostPathFit:
     """Fit the shared host (``host_s``, and ``host_capacity_rps`` where two loads pin it)
     so the simulated median latency of each point's arrivals equals its measured median.
@@ -962,7 +963,8 @@ def calibrate_host_path(
     host path when alone), at that capacity (None: unlimited). Two or more points: the
     lowest and highest offered loads fit ``host_s`` and the capacity together (the rise of
     the median between them is the host filling up). Raises :class:`InvalidSpecError` when a
-    measured median is below what the device alone takes, or the rise cannot be explained.
+    measured median is below what the device alone takes, or the rise cannot be explained,
+    under ``field`` (the flags the medians came from).
     """
     from scipy.optimize import brentq  # only calibration needs it
 
@@ -970,7 +972,7 @@ def calibrate_host_path(
         raise InvalidSpecError("calibration", "needs at least one measured median")
     for _arr, p50 in points:
         if not (math.isfinite(p50) and p50 > 0):
-            raise InvalidSpecError("measured p50", "must be > 0", got=p50)
+            raise InvalidSpecError(field, "must be > 0", got=p50)
 
     def rate(arr: Mapping[str, FloatArray]) -> float:
         n = sum(len(a) for a in arr.values())
@@ -988,7 +990,7 @@ def calibrate_host_path(
         floor = gap(0.0)
         if floor >= 0:
             raise InvalidSpecError(
-                "measured p50",
+                field,
                 f"is not above the simulated {(floor + low_p50) * 1e3:.2f} ms without host "
                 "time at this load, so no host path explains it",
                 got=f"{low_p50 * 1e3:.2f} ms",
@@ -1015,14 +1017,15 @@ def calibrate_host_path(
     lo, hi = math.log(busiest * 1.0005), math.log(busiest * 1e4)
     if rise(hi) >= 0:
         raise InvalidSpecError(
-            "measured p50",
-            f"rises from {low_p50 * 1e3:.2f} to {high_p50 * 1e3:.2f} ms, no more than the "
+            field,
+            f"{'rises' if high_p50 > low_p50 else 'falls'} from {low_p50 * 1e3:.2f} to "
+            f"{high_p50 * 1e3:.2f} ms, no more than the "
             "simulated device alone, so no host capacity explains the rise",
             fix="fit the host time only (one point), or check the rates",
         )
     if rise(lo) <= 0:
         raise InvalidSpecError(
-            "measured p50",
+            field,
             f"at {busiest:.1f} req/s is higher than a host path saturating just above that "
             "rate gives",
             fix="check the rates; the server may be overloaded at that load",

@@ -82,6 +82,14 @@ def shared_solo_s(host_s: float, capacity_rps: float | None) -> float:
     return max(host_s, 1.0 / capacity_rps) if capacity_rps is not None else host_s
 
 
+def fastest_to_batcher_s(server: ServerSpec, input_bytes: float) -> float:
+    """The least time a request of ``input_bytes`` takes from arrival to the batcher's queue:
+    on an idle server, its bytes over the link, the shared host alone and the PCIe copy."""
+    link = input_bytes * 8.0 / (server.network_gbps * 1e9) if server.network_gbps else 0.0
+    copy = input_bytes / (server.pcie_gbps * 1e9) if server.pcie_gbps else 0.0
+    return link + shared_solo_s(server.host_s, server.host_capacity_rps) + copy
+
+
 def shared_kappa(host_s: float, capacity_rps: float, concurrency: int) -> float:
     """The slowdown each extra request in service causes (module docstring)."""
     x = shared_solo_s(host_s, capacity_rps)

@@ -50,15 +50,23 @@ def _parse_timestamp(text: str) -> float:
     return base.timestamp() + (float("0." + frac) if frac else 0.0)
 
 
-def read_arrival_trace(path: Path) -> ImportResult:
+#: The formats :func:`read_arrival_trace` reads, in a refusal's fix
+TRACE_FORMATS = (
+    "give an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens) "
+    "or a CSV with an arrival_s column (and prompt_tokens,output_tokens)"
+)
+
+
+def read_arrival_trace(path: Path, *, formats: str = TRACE_FORMATS) -> ImportResult:
     """Read an Azure LLM trace or an ``arrival_s`` CSV into a frame with ``arrival_s``
     (seconds from the first request, sorted) plus the token columns when present; the first
-    request's own time is ``frame.attrs[ORIGIN_ATTR]``."""
+    request's own time is ``frame.attrs[ORIGIN_ATTR]``. ``formats``: the fix of a file with
+    neither (a caller that reads more formats names them)."""
     path = Path(path)
     handle = open_input_text(path, "trace", fix="check the trace's path")
     try:
         with handle:
-            return _read_arrival_rows(path, handle)
+            return _read_arrival_rows(path, handle, formats)
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc) from None
 
@@ -79,7 +87,7 @@ def _rows(reader: Any, path: Path) -> Iterator[tuple[int, list[str]]]:
         yield reader.line_num, row
 
 
-def _read_arrival_rows(path: Path, handle: TextIO) -> ImportResult:
+def _read_arrival_rows(path: Path, handle: TextIO, formats: str) -> ImportResult:
     """Stream the rows into compact arrays (8 bytes per value: ``array``, not a list of
     Python floats), so a 10-million-request trace costs ~80 MB per column, not ~1 GB."""
     reader = csv.reader(handle)
@@ -91,8 +99,7 @@ def _read_arrival_rows(path: Path, handle: TextIO) -> ImportResult:
         raise DataFormatError(
             str(path),
             f"has columns {', '.join(columns) or '(none)'}",
-            fix="give an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens) "
-            "or a CSV with an arrival_s column (and prompt_tokens,output_tokens)",
+            fix=formats,
         )
     width = len(columns)
     pair = next((p for p in TOKEN_COLUMNS if p[0] in columns and p[1] in columns), None)
