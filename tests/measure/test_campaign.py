@@ -114,6 +114,18 @@ def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
             4,
             r"'workloads'.*'mlp' is mlp, listed already \(line 3\)",
         ),
+        # QA 40 C1: a key with no value raised yaml's ParserError as a traceback (exit 1)
+        ("workloads:\nbatch_sizes: [4]\n", 1, r"'workloads'.*empty.*; give workloads a value"),
+        ("workloads: [mlp]\nbatch_sizes:\n", 2, r"'batch_sizes'.*empty.*batch_sizes: \[32\]"),
+        ("workloads: [mlp]\nbatch_sizes: [4]\nsync: ~\n", 3, r"'sync'.*empty"),
+        ("workloads: [mlp]\nbatch_sizes: [4]\nrepeats:\n", 3, r"'repeats'.*has no value; give"),
+        ("name:\nworkloads: [mlp]\nbatch_sizes: [4]\n", 1, r"'name'.*has no value"),
+        ("workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n", 3, r"'settings'.*got no value"),
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\nsettings: {steps: }\n",
+            3,
+            r"'settings.steps'.*has no value",
+        ),
         (
             "workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n  steps: 5\n  steps: 50\n",
             5,

@@ -76,6 +76,10 @@ _AXES: dict[str, str] = {
     "ps_shards": "ps_shards",
     "sync": "ps_sync",
 }
+_AXIS_EXAMPLES = {
+    "workloads": "mlp", "batch_sizes": "32", "precisions": "fp32", "devices": "cpu",
+    "strategies": "single", "nprocs": "2", "ps_shards": "1", "sync": "true",
+}  # fmt: skip
 _TOP_KEYS = ("name", *_AXES, "repeats", "settings")
 _SETTINGS_KEYS = tuple(MeasureSettings().to_dict())
 _DEVICE = re.compile(r"^(cpu|auto|cuda(:\d+)?)$")
@@ -90,9 +94,18 @@ def _bad(
     return DataFormatError(str(path), problem, line=line, key=key, fix=fix)
 
 
+def _is_null(node: Any) -> bool:
+    """``key:`` with nothing after it (or ``~`` / ``null``): YAML's null."""
+    import yaml
+
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+
+
 def _scalar(path: Path, key: str, node: Any) -> Any:
     import yaml
 
+    if _is_null(node):  # re-parsing an empty scalar raised yaml's own traceback (QA 40 C1)
+        raise _bad(path, node, key, "has no value", fix=f"give {key} a value or delete the line")
     if not isinstance(node, yaml.ScalarNode):
         raise _bad(path, node, key, "must be a single value")
     return yaml.safe_load(yaml.serialize(node))
@@ -104,8 +117,11 @@ def _axis(path: Path, key: str, node: Any, kind: type) -> tuple[Any, ...]:
     items = node.value if isinstance(node, yaml.SequenceNode) else [node]
     if isinstance(node, yaml.MappingNode):
         raise _bad(path, node, key, "must be a list or one value, not a mapping")
-    if not items:
-        raise _bad(path, node, key, "is empty: an axis needs at least one value")
+    if not items or _is_null(node):
+        raise _bad(
+            path, node, key, "is empty: an axis needs at least one value",
+            fix=f"give {key} a value, e.g. {key}: [{_AXIS_EXAMPLES[key]}]",
+        )  # fmt: skip
     values: list[Any] = []
     for item in items:
         value = _scalar(path, key, item)
@@ -273,7 +289,11 @@ def _settings(path: Path, node: Any) -> MeasureSettings:
     import yaml
 
     if not isinstance(node, yaml.MappingNode):
-        raise _bad(path, node, "settings", "must be a mapping")
+        got = "no value" if _is_null(node) else "one value or a list"
+        raise _bad(
+            path, node, "settings", f"must be a mapping (got {got})",
+            fix="e.g. settings: {steps: 20}, or delete the line",
+        )  # fmt: skip
     values: dict[str, Any] = {}
     for key_node, value_node in node.value:
         key = str(key_node.value)
