@@ -303,3 +303,25 @@ def test_a_batch_whose_inputs_exceed_the_device_is_refused_as_bad_input() -> Non
     check_batch_fits(mlp, fitting, cpu, flag="batch-size")
     with pytest.raises(InvalidSpecError):
         check_batch_fits(mlp, fitting + 1, cpu, flag="batch-size")
+
+
+@pytest.mark.parametrize(("mode", "step"), [("train", "a training step"), ("infer", "an infer")])
+def test_a_cpu_step_beyond_the_hosts_memory_is_refused_before_it_runs(
+    monkeypatch: pytest.MonkeyPatch, mode: str, step: str
+) -> None:
+    """QA 40 C2: a batch whose inputs fit but whose step did not (mlp at 3,000,000 on a
+    23.5 GiB host) was SIGKILLed by the OOM killer minutes later, exit 137 and no word. The
+    profiler's estimate of the step's peak is checked first: one line, exit 2, how much fits."""
+    from gpucast.measure import devices
+    from gpucast.workloads import get_workload
+
+    monkeypatch.setattr(devices, "device_memory_bytes", lambda device: 64 * 2**20)
+    with pytest.raises(InvalidSpecError, match=rf"batch-size: .*needs about .* for {step}") as info:
+        measure(WorkloadSpec(name="mlp", batch_size=16384), mode=mode, max_time_s=0.1)
+    assert info.value.exit_code == 2 and "of memory on cpu" in info.value.message
+    fits = int(info.value.fix.split("about ")[1].split(" fits")[0].replace(",", ""))
+    assert 1 <= fits < 16384
+    # the batch it says fits passes both checks; its inputs alone (3 KiB a sample) fit at 16384
+    devices.check_batch_fits(
+        get_workload("mlp"), fits, torch.device("cpu"), flag="batch-size", step=(mode, "fp32")
+    )

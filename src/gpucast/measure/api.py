@@ -346,7 +346,10 @@ def _measure(
 
     spec = canonical_spec(spec)  # stored under the name predictions look it up by
     chosen = workload if workload is not None else get_workload(spec.name, **dict(spec.options))
-    check_batch_fits(chosen, spec.batch_size, torch_device, flag="batch-size")
+    check_batch_fits(
+        chosen, spec.batch_size, torch_device, flag="batch-size",
+        step=(checked_mode, spec.precision),
+    )  # fmt: skip
     with _translate_failures(spec, checked_mode, device_label(torch_device)):
         runner = make_step(chosen, spec, checked_mode, torch_device)
     noise, noise_notes = None, ()

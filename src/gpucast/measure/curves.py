@@ -117,15 +117,16 @@ class CurveMeasurement:
 
 
 def _check_batches_fit(
-    workload: str, sizes: Sequence[int], options: WorkloadOptions, device: str
+    workload: str, sizes: Sequence[int], options: WorkloadOptions, device: str, precision: str
 ) -> None:
-    """Every batch's synthetic inputs fit the device, checked before the first is timed."""
+    """Every batch's synthetic inputs (and on the CPU its inference step) fit the device,
+    checked before the first is timed."""
     from gpucast.measure.devices import check_batch_fits, resolve_device
     from gpucast.workloads import get_workload
 
     built, torch_device = get_workload(workload, **dict(options)), resolve_device(device)
     for b in sizes:
-        check_batch_fits(built, b, torch_device, flag="batch-sizes")
+        check_batch_fits(built, b, torch_device, flag="batch-sizes", step=("infer", precision))
 
 
 def measure_curve(
@@ -153,7 +154,7 @@ def measure_curve(
         raise InvalidSpecError(
             "precision", f"must be one of {', '.join(PRECISIONS)}", got=precision
         )
-    _check_batches_fit(workload, sizes, options, device)
+    _check_batches_fit(workload, sizes, options, device, precision)
     if measure_fn is None:
         from gpucast.measure.api import measure as run_one
     else:

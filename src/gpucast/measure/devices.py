@@ -84,13 +84,19 @@ def device_memory_bytes(device: torch.device) -> float:
 
 
 def check_batch_fits(
-    workload: Workload, batch_size: int, device: torch.device, *, flag: str
+    workload: Workload,
+    batch_size: int,
+    device: torch.device,
+    *,
+    flag: str,
+    step: tuple[str, str] | None = None,
 ) -> None:
     """Refuse a batch size whose synthetic batch alone exceeds ``device``'s memory (QA 38 I
     #21: ``--batch-sizes 100000000`` tried to allocate 313 GB and failed as a runtime error).
     The batch is made on ``meta`` (shapes only), so nothing is allocated to find out; the model,
     its activations and gradients come on top, so a batch that passes may still not fit; a
-    batch maker that cannot run on meta is not checked."""
+    batch maker that cannot run on meta is not checked. With ``step`` (mode, precision) on the
+    CPU, the whole step is checked too (:func:`_check_step_fits`)."""
     from torch.utils._pytree import tree_flatten
 
     try:
@@ -108,3 +114,45 @@ def check_batch_fits(
             f"on {device_label(device)}",
             fix=f"lower --{flag}",
         )
+    if step is not None and device.type == "cpu":
+        _check_step_fits(workload, batch_size, capacity, flag=flag, mode=step[0], precision=step[1])
+
+
+def _step_peak_bytes(workload: Workload, batch_size: int, precision: str, train: bool) -> int:
+    from gpucast.domain.workload import WorkloadSpec
+    from gpucast.profile.profiler import profile
+
+    spec = WorkloadSpec(name=workload.name, batch_size=batch_size, precision=precision)
+    memory = profile(workload, spec).memory
+    return memory.train_peak_bytes if train else memory.inference_peak_bytes
+
+
+def _check_step_fits(
+    workload: Workload, batch_size: int, capacity: float, *, flag: str, mode: str, precision: str
+) -> None:
+    """Refuse a CPU step whose estimated peak (``gpucast profile``'s memory estimate: weights,
+    gradients, optimizer state, activations and the batch, on fake tensors) exceeds the host's
+    memory. QA 40 C2: ``measure train mlp --batch-size 3000000`` passed the batch check (8.8 GiB
+    of 23.5) and was SIGKILLed by the kernel's OOM killer 3 minutes later, exit 137 and no word;
+    a GPU's out-of-memory is an error torch raises, so only the CPU is checked. A workload the
+    profiler cannot trace is not checked. The batch said to fit is on the line through the
+    peaks at batch 1 and this one: the peak is convex in the batch (the largest of linear
+    terms), so every batch under that line fits."""
+    train = mode == "train"
+    try:
+        need = _step_peak_bytes(workload, batch_size, precision, train)
+    except Exception:  # a model fake tensors cannot run: cannot tell
+        return
+    if need <= capacity:
+        return
+    one = _step_peak_bytes(workload, 1, precision, train) if batch_size > 1 else need
+    fits = (
+        1 + int((capacity - one) * (batch_size - 1) / max(need - one, 1)) if one <= capacity else 0
+    )
+    raise InvalidSpecError(
+        flag,
+        f"batch size {batch_size:,} of {workload.name} needs about {format_bytes(need)} for "
+        f"{'a training step' if train else 'an inference step'} (gpucast profile's estimate), "
+        f"more than the {format_bytes(capacity)} of memory on cpu",
+        fix=f"lower --{flag}" + (f" (about {fits:,} fits)" if fits >= 1 else ""),
+    )

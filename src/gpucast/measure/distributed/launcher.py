@@ -63,7 +63,10 @@ def validate(spec: WorkloadSpec, config: DistributedConfig) -> None:
         rank = config.node_rank * config.nproc_per_node + local_rank
         if config.role_of(rank) == "worker":  # a batch too big failed inside the rank, exit 1
             device = device_for(config, rank, local_rank)
-            check_batch_fits(workload, config.batch_size_of(rank), device, flag=flag)
+            check_batch_fits(
+                workload, config.batch_size_of(rank), device, flag=flag,
+                step=("train", spec.precision),
+            )  # fmt: skip
     if spec.precision == "fp16" and config.strategy == "ps":
         raise InvalidSpecError(
             "precision",
