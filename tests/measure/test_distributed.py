@@ -142,6 +142,14 @@ def test_a_batch_bigger_than_the_device_is_refused_before_launching(
     with pytest.raises(InvalidSpecError, match=r"^batch-size: batch size 100,000,000 of mlp") as e:
         measure_distributed("mlp", strategy="ddp", nproc=2, **huge)
     assert e.value.exit_code == 2 and "\n" not in str(e.value)
+    # QA 40 C2: inputs that fit, a step that does not (the OOM killer's exit 137 on a CPU)
+    from gpucast.measure import devices
+
+    monkeypatch.setattr(devices, "device_memory_bytes", lambda device: 64 * 2**20)
+    step = r"batch size 16,384 of mlp needs about .* for a training step"
+    with pytest.raises(InvalidSpecError, match=step) as e:
+        measure_distributed("mlp", strategy="ddp", nproc=2, **{**FAST, "batch_sizes": (16384,)})
+    assert e.value.exit_code == 2
 
 
 @pytest.mark.gpu
