@@ -621,7 +621,11 @@ def _single(
         if request.timer == "cpu":
             note = cpu_timer_note(threads)
             result = dataclasses.replace(result, warnings=(*result.warnings, note))
-        run_id = None if store is None else store.save_measurement(result, kernels=trace)
+        run_id = (
+            None
+            if store is None
+            else _saved(lambda: store.save_measurement(result, kernels=trace), result.median_s)
+        )
     finally:
         torch.set_num_threads(threads_before)
         if store is not None:
@@ -635,6 +639,23 @@ def _single(
         options_note=_options_note(request.workload_options, result.spec),
         new_store=new_store(store),
     )
+
+
+def _saved(save: Callable[[], int], median_s: float) -> int:
+    """``save()``'s run id; a store that fails then (locked by another process past its busy
+    timeout) says what was measured, not a bare store error: QA 40 C3, a measurement held in
+    a locked store's queue was dropped with no figure of it."""
+    from gpucast.domain.errors import StoreError
+    from gpucast.domain.units import format_ms_sig
+
+    try:
+        return save()
+    except StoreError as exc:
+        raise StoreError(
+            f"{exc.message}: the measurement (median step {format_ms_sig(median_s)} ms) was "
+            "not saved",
+            fix=f"{exc.fix}, and measure again" if exc.fix else "measure again",
+        ) from exc
 
 
 def _options_note(given: WorkloadOptions, stored: WorkloadSpec) -> str | None:
@@ -670,7 +691,11 @@ def _distributed(
     store = Store(db_path).open() if request.save and on_node_0 else None
     try:
         result = launch(spec, config)
-        run_id = None if store is None or result is None else save_distributed(store, result)
+        run_id = (
+            None
+            if store is None or result is None
+            else _saved(lambda: save_distributed(store, result), result.median_step_s)
+        )
     finally:
         if store is not None:
             store.close()
