@@ -114,6 +114,12 @@ def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
             4,
             r"'workloads'.*'mlp' is mlp, listed already \(line 3\)",
         ),
+        # QA 40 C9: "key 'workloads': workload: cannot import ..." named the field twice
+        (
+            'workloads: ["nosuchmod_qa40:factory"]\nbatch_sizes: [4]\n',
+            1,
+            r"key 'workloads': cannot import module 'nosuchmod_qa40'",
+        ),
         # QA 40 C1: a key with no value raised yaml's ParserError as a traceback (exit 1)
         ("workloads:\nbatch_sizes: [4]\n", 1, r"'workloads'.*empty.*; give workloads a value"),
         ("workloads: [mlp]\nbatch_sizes:\n", 2, r"'batch_sizes'.*empty.*batch_sizes: \[32\]"),

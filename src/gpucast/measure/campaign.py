@@ -217,7 +217,8 @@ def load_sweep(
         except UnknownWorkloadError as exc:  # the key names the field: no "workload: " twice
             raise _bad(path, item, "workloads", exc.detail, fix=exc.fix) from None
         except InvalidSpecError as exc:  # its field is the option's ("depth: ..."): kept
-            raise _bad(path, item, "workloads", exc.message, fix=exc.fix) from None
+            text = exc.detail if exc.field == "workload" else exc.message  # a user module's
+            raise _bad(path, item, "workloads", text, fix=exc.fix) from None
     _refuse_one_configuration_twice(path, _items(nodes["workloads"][1]), fields["workloads"])
     if "devices" in nodes:
         for item, device in zip(_items(nodes["devices"][1]), fields["devices"], strict=True):
