@@ -20,6 +20,9 @@ from gpucast.measure.distributed._proc import child_env, popen_tied, stop
 
 #: Seconds the launcher allows for interpreter start and rendezvous on top of the job timeout.
 STARTUP_SLACK_S = 120.0
+#: Host memory one rank takes before its model: a Python process with torch loaded. The OOM
+#: killer's report of a CPU rank (torch 2.13.0+cpu, mlp, QA 40): anon-rss 340,716 kB.
+RANK_PROCESS_BYTES = 340_716 * 1024
 _POLL_S = 0.05
 
 
@@ -59,19 +62,45 @@ def validate(spec: WorkloadSpec, config: DistributedConfig) -> None:
         if device not in ("auto", "cuda"):
             resolve_device(device)
     flag = "batch-size" if len(config.batch_sizes) == 1 else "batch-sizes"
+    checked: set[tuple[int, str]] = set()  # each batch on each device once, not per rank
     for local_rank in range(config.nproc_per_node):
         rank = config.node_rank * config.nproc_per_node + local_rank
         if config.role_of(rank) == "worker":  # a batch too big failed inside the rank, exit 1
             device = device_for(config, rank, local_rank)
-            check_batch_fits(
-                workload, config.batch_size_of(rank), device, flag=flag,
-                step=("train", spec.precision),
-            )  # fmt: skip
+            if (config.batch_size_of(rank), str(device)) not in checked:
+                checked.add((config.batch_size_of(rank), str(device)))
+                check_batch_fits(
+                    workload, config.batch_size_of(rank), device, flag=flag,
+                    step=("train", spec.precision),
+                )  # fmt: skip
+    _check_ranks_fit(config.nproc_per_node)  # after each rank's batch: the larger need
     if spec.precision == "fp16" and config.strategy == "ps":
         raise InvalidSpecError(
             "precision",
             "fp16 is not supported with the parameter server (no loss scaling across pushes)",
             fix="use --precision bf16 or fp32",
+        )
+
+
+def _check_ranks_fit(nproc: int) -> None:
+    """Refuse more ranks on this node than its memory holds, each a process with torch loaded
+    (QA 40 C10: ``--nproc 1000`` on a 2-CPU, 23.5 GiB host started ranks for 10 minutes until
+    the OOM killer stepped in; 64 ranks, the most a README run used, pass)."""
+    import torch
+
+    from gpucast.domain.limits import format_bytes
+    from gpucast.measure.devices import device_memory_bytes
+
+    host_bytes = device_memory_bytes(torch.device("cpu"))
+    if nproc * RANK_PROCESS_BYTES > host_bytes:
+        raise InvalidSpecError(
+            "nproc",
+            f"{nproc:,} processes on this node need about "
+            f"{format_bytes(nproc * RANK_PROCESS_BYTES)} before any model (each rank is a "
+            f"process with torch loaded, about {format_bytes(RANK_PROCESS_BYTES)}), more than "
+            f"this host's {format_bytes(host_bytes)} of memory",
+            got=nproc,
+            fix=f"lower --nproc (at most {int(host_bytes // RANK_PROCESS_BYTES):,} fit)",
         )
 
 
