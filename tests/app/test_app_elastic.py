@@ -35,6 +35,12 @@ def test_elastic_finishes_sooner_and_cheaper_than_waiting() -> None:
         [a.name for a in el.assumptions]
     )
     assert any("costs 100 s" in n for n in el.notes)  # the restart penalty by default
+    # QA 39 K #13: what rolls an elastic job back, and the hazard its interval rests on
+    assert any("unless every node is down at once (back to the last checkpoint)" in n
+               for n in el.notes)  # fmt: skip
+    (young,) = [n for n in el.notes if n.startswith("checkpoint every")]
+    assert "at one node's hazard (an elastic job rolls back only when every node" in young
+    assert not any("one node's hazard" in n for n in wait.notes)
     slow = gpucast.simulate_train(**SIM, elastic=True, reshard_s=600.0)
     assert slow.transient.duration_s.mean() > el.transient.duration_s.mean()
 

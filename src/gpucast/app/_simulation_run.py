@@ -301,6 +301,11 @@ def simulated_train(
             rule = (
                 "Young's interval sqrt(2 C / hazard), the hazard the spot lifetimes give "
                 "over the job's run"
+            ) + (  # QA 39 K #13: the rule's hazard is one node's, said
+                ", at one node's hazard (an elastic job rolls back only when every node is down "
+                "at once, rarer: this checkpoints more often than it needs)"
+                if request.elastic
+                else ""
             )
             notes.append(
                 f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: {rule}; override "
@@ -314,6 +319,7 @@ def simulated_train(
         ckpt_src += " (not used: no checkpoints; " + (
             "no node is revoked on demand)" if all(d is None for d in dists)
             else "losing any node restarts from step 0)" if synchronous and not request.elastic
+            else "losing every node at once restarts from step 0)" if request.elastic
             else "a chief or PS loss restarts from step 0)" if ps
             else "a chief loss restarts from step 0)"
         )  # fmt: skip
@@ -345,7 +351,8 @@ def simulated_train(
     elif request.elastic:
         notes.append(
             f"--elastic: a lost node only slows the job (no rollback, no wait for its "
-            f"replacement); every change in ready nodes costs {scenario.reshard_s:.0f} s"
+            f"replacement) -- unless every node is down at once (back to the last checkpoint); "
+            f"every change in ready nodes costs {scenario.reshard_s:.0f} s"
         )
     spread = gpu_variability(request.gpu_variability, store)
     compute_share = 1.0
