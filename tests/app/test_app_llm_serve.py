@@ -61,6 +61,23 @@ def test_simulate_has_the_cnn_fields_and_the_llm_ones() -> None:
     assert other.to_dict()["requests"] != out["requests"] or other.to_dict() != out
 
 
+def test_served_requests_per_second_hold_the_tokens_rate_under_overload() -> None:
+    """QA 40 I #1: offered 5x its capacity, a run said 28.7 req/s served beside 3,555 output
+    tokens/s of 256-token requests (13.9 req/s): a request counted as served from its arrival,
+    its wait in the growing queue included. Counted over its decode, req/s x tokens = tokens/s."""
+    out = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=70, input_len=1024, output_len=256,
+        duration_s=60, seed=0,
+    ).to_dict()  # fmt: skip
+    assert out["throughput_rps"] * 256 == pytest.approx(out["tokens_per_s"], rel=0.02)
+    assert out["throughput_rps"] < 0.3 * 70  # far below the offered rate: overloaded
+    steady = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=4, input_len=1024, output_len=256,
+        duration_s=60, seed=0,
+    ).to_dict()  # fmt: skip
+    assert steady["throughput_rps"] == pytest.approx(4, rel=0.15)  # below capacity: the offered
+
+
 #: keys of a CNN run's ``simulate serve --json`` an LLM run has no counterpart of: the host
 #: path, the batch latency curve, request classes and their scheduler, the CNN queue's drop
 #: reasons (an LLM's are in ``drop_reasons``)
