@@ -1119,3 +1119,24 @@ def test_a_queue_that_grows_up_to_the_horizon_is_warned_about() -> None:
     assert "to --horizon-s 20 (" in lines[0] and "\n" not in lines[0]
     held = gpucast.simulate_llm_serve(**ask, rate=5, duration_s=30, horizon_s=20)
     assert not any(w.startswith("overloaded") for w in held.warnings)
+
+
+def test_plan_that_fits_no_gpu_suggests_only_lighter_weights_that_fit() -> None:
+    """QA 40 I #2: plan serve said "use --precision int8 / int4" whether they fit or not (405B
+    fits no 8 x L4 even in int4; with --precision int4 given it told the user to pass int4) and
+    named the reason at tp=1, where predict infer names the largest degree and a precision that
+    fits."""
+    ask = dict(rate=1, duration_s=10, gpu=["L4"], slo_ttft_ms=1000, slo_tpot_ms=50)
+    with pytest.raises(NoFeasiblePlanError) as none_fits:
+        gpucast.plan_llm_serve(model="llama-3.1-405b", **ask)
+    text = str(none_fits.value)
+    assert text.startswith("gpu: llama-3.1-405b in fp16 does not fit on any GPU offered")
+    assert "(L4 tp=8: does not fit" in text and "--precision" not in text
+    assert "int8 or int4 weights do not fit either" in text
+    with pytest.raises(NoFeasiblePlanError) as given_int4:
+        gpucast.plan_llm_serve(model="llama-3.1-405b", precision="int4", **ask)
+    assert "--precision" not in str(given_int4.value)
+    # llama-3-70b fits 2 x L4 only in int4 (int8: 35 GiB a GPU): that one is named, with where
+    with pytest.raises(NoFeasiblePlanError) as lighter:
+        gpucast.plan_llm_serve(model="llama-3-70b", tp=[1, 2], **ask)
+    assert "use --precision int4 (it fits on 2 x L4)" in str(lighter.value)

@@ -712,16 +712,14 @@ def smallest_fitting_tp(
     raise NoFeasiblePlanError(
         f"gpu: {spec.name} in {weights} does not fit on {gpu.name} at any tensor-parallel "
         f"degree offered ({', '.join(str(t) for t in held)}{node_text}){need}",
-        fix=_lighter_weights_fix(
-            weights, lambda w: _first_fit(at(t, w, None) for t in held), gpu.name
-        ),
+        fix=lighter_weights_fix(weights, lambda w: _fits_on(at(t, w, None) for t in held)),
     )
 
 
-def _first_fit(
-    predictions: Iterable[InferencePrediction | None],
-) -> InferencePrediction | None:
-    return next((p for p in predictions if p is not None and p.fits), None)
+def _fits_on(predictions: Iterable[InferencePrediction | None]) -> str | None:
+    """``2 x L4``: the GPUs of the first prediction that fits, or None."""
+    fit = next((p for p in predictions if p is not None and p.fits), None)
+    return None if fit is None else f"{fit.tp} x {fit.gpu}"
 
 
 def lighter_precisions(weights: str) -> list[str]:
@@ -741,18 +739,15 @@ def node_degrees(node_gpus: int) -> tuple[int, ...]:
     return tuple(t for t in TP_CHOICES if node_gpus <= 0 or t <= node_gpus)
 
 
-def _lighter_weights_fix(
-    weights: str, fits_with: Callable[[str], InferencePrediction | None], gpu: str
-) -> str:
-    """``use --precision P`` for the first weight precision lighter than ``weights`` with
-    which ``fits_with(P)`` finds a fitting prediction (naming its GPUs), else a larger GPU."""
+def lighter_weights_fix(weights: str, fits_on: Callable[[str], str | None]) -> str:
+    """``use --precision P (it fits on ...)`` for the first weight precision lighter than
+    ``weights`` on which ``fits_on(P)`` finds GPUs that hold the model (it returns where, e.g.
+    ``2 x L4``), else a GPU with more memory -- never a precision that fits nowhere."""
     lighter = lighter_precisions(weights)
     for p in lighter:
-        fitting = fits_with(p)
-        if fitting is not None:
-            return (
-                f"use --precision {p} (it fits on {fitting.tp} x {gpu}), or a GPU with more memory"
-            )
+        where = fits_on(p)
+        if where is not None:
+            return f"use --precision {p} (it fits on {where}), or a GPU with more memory"
     tried = f" ({' or '.join(lighter)} weights do not fit either)" if lighter else ""
     return f"use a GPU with more memory{tried}"
 
