@@ -630,18 +630,25 @@ def _notes(
 ) -> tuple[str, ...]:
     notes = []
     if out["waves"] > 1.0 + 1e-9:
+        # the last turn starts when the others' share of the batch latency has passed
+        waves, ttft = out["waves"], out["prefill_s"]
+        last = out["latency_s"] * (waves - 1.0) / waves + ttft
+        first = (
+            f"the TTFT ({ttft:.3g} s) is the first turn's: the last turn's first token comes "
+            f"about {last:.3g} s in"
+        )
         if out["kv_sequences"] > engine.max_sequences:  # the scheduler's cap binds, not memory
             notes.append(
                 f"{engine.display_name} runs at most "
                 f"{count_of(engine.max_sequences, 'sequence')} at once "
                 f"(max_num_seqs / max_batch_size; the KV cache would hold "
-                f"{out['kv_sequences']:.0f}): the {batch_size} run in {out['waves']:.2f} turns; "
-                f"--max-num-seqs N sets the cap your engine was built or started with"
+                f"{out['kv_sequences']:.0f}): the {batch_size} run in {waves:.2f} turns; "
+                f"--max-num-seqs N sets the cap your engine was built or started with; {first}"
             )
         else:
             notes.append(
                 f"the KV cache holds {out['concurrent']:.1f} of the {batch_size} sequences at "
-                f"once (time-averaged): they run in {out['waves']:.2f} turns"
+                f"once (time-averaged): they run in {waves:.2f} turns; {first}"
             )
     if spec.is_moe:
         notes.append(
