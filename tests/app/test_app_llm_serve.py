@@ -1072,7 +1072,7 @@ def test_both_verbs_state_the_precision_and_how_fp8_runs_without_fp8_units() -> 
     )  # fmt: skip
     for said in (run.to_dict()["assumptions"], plan.to_dict()["assumptions"]):
         text = said["precision"]
-        assert text.startswith("fp8 weights / fp8 KV cache;")
+        assert text.startswith("fp8 weights / fp8 KV cache (the KV cache follows fp8 weights")
         assert "A100-80GB has no fp8 tensor cores: fp8 weights run weight-only (W8A16" in text
         assert "H100-SXM" not in text
     default = gpucast.plan_llm_serve(
@@ -1140,3 +1140,26 @@ def test_plan_that_fits_no_gpu_suggests_only_lighter_weights_that_fit() -> None:
     with pytest.raises(NoFeasiblePlanError) as lighter:
         gpucast.plan_llm_serve(model="llama-3-70b", tp=[1, 2], **ask)
     assert "use --precision int4 (it fits on 2 x L4)" in str(lighter.value)
+
+
+def test_an_fp8_kv_cache_chosen_for_the_user_is_said_with_the_flag_that_changes_it() -> None:
+    """QA 40 I #4: --precision fp8 put the KV cache in fp8 unsaid (vLLM's --kv-cache-dtype auto
+    keeps 16 bits); and QA 40 I #5: plan serve repeated the W8A16 sentence for each Ampere GPU."""
+    ask = dict(model="llama-3-8b", input_len="256", output_len="32", duration_s=5)
+    chosen = gpucast.simulate_llm_serve(**ask, gpu="H100-SXM", rate=1, precision="fp8")
+    given = gpucast.simulate_llm_serve(
+        **ask, gpu="H100-SXM", rate=1, precision="fp8", kv_precision="fp8"
+    )
+    infer = gpucast.predict_infer(
+        model="llama-3-8b", gpu="H100-SXM", input_len=256, output_len=32, precision="fp8"
+    )
+    for text in (chosen.to_dict()["assumptions"]["precision"], infer.assumptions["precision"]):
+        assert "the KV cache follows fp8 weights" in text and "--kv-precision fp16" in text
+    assert given.to_dict()["assumptions"]["precision"] == "fp8 weights / fp8 KV cache"
+    plan = gpucast.plan_llm_serve(
+        **ask, rate=1, gpu=["A100-40GB", "A100-80GB", "A10G"], tp=[1], precision="fp8",
+        slo_tpot_ms=200, no_disaggregation=True, max_replicas=1,
+    )  # fmt: skip
+    text = plan.to_dict()["assumptions"]["precision"]
+    assert text.count("W8A16") == 1
+    assert "A100-40GB, A100-80GB and A10G have no fp8 tensor cores" in text

@@ -240,6 +240,7 @@ def predict_infer(
         TP_CHOICES,
         lighter_text,
         node_degrees,
+        precisions_text,
         predict_inference,
         smallest_fitting_tp,
         tp_problem,
@@ -318,8 +319,10 @@ def predict_infer(
             f"each generating {request.output_len} (an offline batch, as LLM-Inference-Bench)",
             "gpus": f"{predict.tp} x {gpu.name} ({chosen})",
             "engine": engine.provenance(),
-            "precision": f"{predict.precision} weights, {predict.kv_precision} KV cache"
-            + ("" if request.precision else " (the engine's default)"),
+            "precision": precisions_text(
+                predict.precision, predict.kv_precision, weights_given=bool(request.precision),
+                kv_given=bool(request.kv_precision), sep=", ",
+            ),  # fmt: skip
             **({"intra-node links": links_text(gpu, predict.tp)} if predict.tp > 1 else {}),
             "memory": engine_share_note(
                 engine.display_name,

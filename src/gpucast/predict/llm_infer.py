@@ -604,18 +604,39 @@ def request_latency_s(
     return _evaluate(_Cases(**columns), engine.params(gpu.name))["latency_s"]
 
 
-def fp8_hardware_note(gpu: GpuSpec, weights: str) -> str | None:
-    """fp8 weights on a GPU without fp8 tensor cores (an Ampere-class GPU: older ones are
-    refused first, :func:`gpucast.domain.llm_infer.check_weight_units`), in words: how this
-    model prices them."""
-    if COMPUTE_MODE[weights] != "fp8" or gpu.fp8_tflops is not None:
+def fp8_hardware_note(gpu: GpuSpec | Sequence[GpuSpec], weights: str) -> str | None:
+    """fp8 weights on GPUs without fp8 tensor cores (Ampere-class GPUs: older ones are refused
+    first, :func:`gpucast.domain.llm_infer.check_weight_units`), in words, once for all of them:
+    how this model prices them."""
+    gpus = [gpu] if isinstance(gpu, GpuSpec) else list(gpu)
+    names = list(dict.fromkeys(g.name for g in gpus if g.fp8_tflops is None))
+    if COMPUTE_MODE[weights] != "fp8" or not names:
         return None
+    which = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
     return (
-        f"{gpu.name} has no fp8 tensor cores: fp8 weights run weight-only (W8A16: read at 1 "
-        "byte, dequantised to 16 bits, as vLLM's FP8 Marlin kernels do from compute "
-        "capability 8.0), matmuls priced at its fp16 peak; TensorRT-LLM's fp8 needs Ada, "
+        f"{which} {'has' if len(names) == 1 else 'have'} no fp8 tensor cores: fp8 weights run "
+        "weight-only (W8A16: read at 1 byte, dequantised to 16 bits, as vLLM's FP8 Marlin "
+        "kernels do from compute capability 8.0), matmuls priced at "
+        f"{'its' if len(names) == 1 else 'their'} fp16 peak; TensorRT-LLM's fp8 needs Ada, "
         "Hopper or later"
     )
+
+
+def precisions_text(
+    weights: str, kv: str, *, weights_given: bool, kv_given: bool, sep: str = " / "
+) -> str:
+    """``fp8 weights / fp8 KV cache`` with how they were chosen where the user did not: the
+    engine's default, or an fp8 KV cache that follows fp8 weights (an engine started with
+    its default KV dtype -- vLLM's ``--kv-cache-dtype auto`` -- keeps 16 bits)."""
+    text = f"{weights} weights{sep}{kv} KV cache"
+    if not weights_given:
+        return text + " (the engine's default)"
+    if not kv_given and kv == "fp8":
+        text += (
+            " (the KV cache follows fp8 weights; an engine started with its default KV dtype "
+            "-- vLLM's --kv-cache-dtype auto -- keeps 16 bits: --kv-precision fp16 prices that)"
+        )
+    return text
 
 
 def _notes(
