@@ -1163,3 +1163,19 @@ def test_an_fp8_kv_cache_chosen_for_the_user_is_said_with_the_flag_that_changes_
     text = plan.to_dict()["assumptions"]["precision"]
     assert text.count("W8A16") == 1
     assert "A100-40GB, A100-80GB and A10G have no fp8 tensor cores" in text
+
+
+def test_the_saturation_of_prefill_decode_pools_holds_no_rate_above_what_they_serve() -> None:
+    """QA 40 I #7: one prefill + one decode H100 served 21.1-21.3 req/s at every offered rate
+    from 21.9 to 42.8, yet 22.8, 23.4 and 23.35 req/s "held" (TPOT p50 97 -> 135 ms): the held
+    test counted the requests waiting for their first token, which the prefill pool gives at
+    once, and never saw the queue for a decode slot."""
+    run = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", find_saturation=True, prefill_instances=1,
+        decode_instances=1, input_len="1024", output_len="256",
+    )  # fmt: skip
+    sat = run.saturation
+    assert sat is not None and "not yet finished" in sat.criterion
+    peak = max(p.served_rps for p in sat.probes)
+    held = [p for p in sat.probes if p.held]
+    assert held and all(p.offered_rps <= peak for p in held)
