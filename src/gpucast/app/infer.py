@@ -320,9 +320,12 @@ def predict_infer(
             "gpus": f"{predict.tp} x {gpu.name} ({chosen})",
             "engine": engine.provenance(),
             "precision": precisions_text(
-                predict.precision, predict.kv_precision, weights_given=bool(request.precision),
-                kv_given=bool(request.kv_precision), sep=", ",
-            ),  # fmt: skip
+                predict.precision,
+                predict.kv_precision,
+                weights_given=bool(request.precision),
+                kv_given=bool(request.kv_precision),
+                sep=", ",
+            ),
             **({"intra-node links": links_text(gpu, predict.tp)} if predict.tp > 1 else {}),
             "memory": engine_share_note(
                 engine.display_name,

@@ -146,12 +146,12 @@ def waiting_trend(
     of their count at :data:`TREND_POINTS` instants (``unfinished``: the requests not yet
     finished instead -- with prefill/decode pools the prefill pool gives the first token at
     once, and a queue for a decode slot never shows in it: QA 40 I #7, 23.3 req/s "held" on
-    one decode H100 that served 21.2 at every rate above 21.9). The requests in the system (waiting and
-    decoding) swing with the running batch, and completions minus arrivals over the half --
-    the criterion before -- read those swings as a queue (QA 35 N #9: llama-3-70b at 13.4
-    req/s held over 1,800 s, yet a probe read 134 -> 193 in the system as growth and called
-    the deployment saturated at 11.2; llama-3-8b's search gave 18.3 or 21.4 req/s by
-    --duration-s, both 21.4 now, its peak throughput 21.5)."""
+    one decode H100 that served 21.2 at every rate above 21.9). Colocated, the requests in
+    the system (waiting and decoding) swing with the running batch, and completions minus
+    arrivals over the half -- the criterion before -- read those swings as a queue (QA 35 N
+    #9: llama-3-70b at 13.4 req/s held over 1,800 s, yet a probe read 134 -> 193 in the
+    system as growth and called the deployment saturated at 11.2; llama-3-8b's search gave
+    18.3 or 21.4 req/s by --duration-s, both 21.4 now, its peak throughput 21.5)."""
     runs = result.status != DROPPED
     arrival = np.sort(result.requests.arrival_s[runs])
     left = result.finish_s if unfinished else result.first_token_s
