@@ -1179,3 +1179,16 @@ def test_the_saturation_of_prefill_decode_pools_holds_no_rate_above_what_they_se
     peak = max(p.served_rps for p in sat.probes)
     held = [p for p in sat.probes if p.held]
     assert held and all(p.offered_rps <= peak for p in held)
+
+
+def test_a_plan_of_gpus_none_of_which_is_offered_names_them_and_the_price_flag() -> None:
+    """QA 40 I #8: --gpu MI250 alone read `gpu: no catalog offer matches the GPU, provider,
+    region and spot filters`, where --gpu MI250,L4 said `MI250: no catalog offer prices it`."""
+    with pytest.raises(InvalidSpecError) as caught:
+        gpucast.plan_llm_serve(model="llama-3-8b", rate=2, gpu=["MI250"], slo_tpot_ms=50)
+    text = str(caught.value)
+    assert text.startswith("gpu: MI250: no catalog offer prices it") and "--price" in text
+    with pytest.raises(InvalidSpecError, match="gpu: A10G: no offer within --provider gcp"):
+        gpucast.plan_llm_serve(
+            model="llama-3-8b", rate=2, gpu=["A10G"], provider=["gcp"], slo_tpot_ms=50
+        )

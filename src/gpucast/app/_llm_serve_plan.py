@@ -12,6 +12,7 @@ from gpucast.app._llm_serve_checks import _sampling_text
 from gpucast.app._llm_serve_inputs import _given_lengths, _scheduler, llm_validation, precision_text
 from gpucast.app._llm_serve_results import PlanLlmServeResult
 from gpucast.app._llm_serve_warnings import _pick_warnings
+from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.llm_infer import COMPUTE_MODE, check_weight_units, weights_run_on
 
 if TYPE_CHECKING:
@@ -77,10 +78,22 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
         output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
         field="trace", window_s=PLAN_TRACE_WINDOW_S, given_lengths=_given_lengths(request),
     )  # fmt: skip
-    offers = inputs.gpu_offers(
-        gpus=request.gpus, providers=request.providers, regions=request.regions,
-        spot=request.spot, priced=request.price is not None,
-    )  # fmt: skip
+    try:
+        offers = inputs.gpu_offers(
+            gpus=request.gpus, providers=request.providers, regions=request.regions,
+            spot=request.spot, priced=request.price is not None,
+        )  # fmt: skip
+    except InvalidSpecError:
+        if not request.gpus:
+            raise
+        # every GPU asked for is without an offer: each with why, as when some others are
+        why = inputs.unoffered_gpus(
+            request.gpus, set(), model=name, providers=request.providers,
+            regions=request.regions, spot=request.spot,
+        )  # fmt: skip
+        filters = request.providers or request.regions or request.spot
+        fix = "give other --gpu types" + (" or relax the filters" if filters else "")
+        raise InvalidSpecError("gpu", "; ".join(why), fix=fix) from None
     # an engine that does not run on a GPU type is not offered it (TensorRT-LLM on an MI300X)
     # --price and --kv-link-gbps replace every offer's (the offer still says how many GPUs
     # an instance holds and how they are linked)
