@@ -1156,6 +1156,13 @@ def test_an_fp8_kv_cache_chosen_for_the_user_is_said_with_the_flag_that_changes_
     for text in (chosen.to_dict()["assumptions"]["precision"], infer.assumptions["precision"]):
         assert "the KV cache follows fp8 weights" in text and "--kv-precision fp16" in text
     assert given.to_dict()["assumptions"]["precision"] == "fp8 weights / fp8 KV cache"
+    # a KV precision given under the engine's default weights is not "the engine's default"
+    kv_only = gpucast.predict_infer(
+        model="llama-3-8b", gpu="H100-SXM", input_len=256, output_len=32, kv_precision="fp8"
+    )
+    assert kv_only.assumptions["precision"] == (
+        "fp16 weights, fp8 KV cache (the engine's default weights)"
+    )
     plan = gpucast.plan_llm_serve(
         **ask, rate=1, gpu=["A100-40GB", "A100-80GB", "A10G"], tp=[1], precision="fp8",
         slo_tpot_ms=200, no_disaggregation=True, max_replicas=1,

@@ -630,7 +630,7 @@ def precisions_text(
     its default KV dtype -- vLLM's ``--kv-cache-dtype auto`` -- keeps 16 bits)."""
     text = f"{weights} weights{sep}{kv} KV cache"
     if not weights_given:
-        return text + " (the engine's default)"
+        return text + (" (the engine's default weights)" if kv_given else " (the engine's default)")
     if not kv_given and kv == "fp8":
         text += (
             " (the KV cache follows fp8 weights; an engine started with its default KV dtype "
