@@ -946,7 +946,10 @@ def test_price_plans_a_gpu_without_offers_on_the_catalogs_node_of_it() -> None:
         "MI300X on the catalog's MI300X-OAM-8 node (no offer of it)"
         in (priced.assumptions["prices"])
     )
-    with pytest.raises(InvalidInputError, match=r"or give --price to plan a GPU without offers"):
+    # QA 40 I #8: the line names the GPU and why, the --price that plans it on its node
+    with pytest.raises(InvalidInputError, match=r"gpu: MI300X: no catalog offer prices it \(plan "
+                       r"serve rents GPUs at the catalog's prices; --price USD_PER_GPU_HOUR "
+                       r"plans it on the catalog's node of it"):  # fmt: skip
         gpucast.plan_llm_serve(model="llama-3-8b", gpu=["MI300X"], **fast)
 
 
@@ -1199,3 +1202,20 @@ def test_a_plan_of_gpus_none_of_which_is_offered_names_them_and_the_price_flag()
         gpucast.plan_llm_serve(
             model="llama-3-8b", rate=2, gpu=["A10G"], provider=["gcp"], slo_tpot_ms=50
         )
+
+
+def test_a_short_trace_is_not_told_to_run_a_longer_duration(tmp_path) -> None:
+    """QA 40 I #6: a 3-request trace read `A --duration-s of at least 2 s ... measures them`;
+    --duration-s only cuts a trace (a longer one replays it whole), so the advice could not
+    help: a trace's line asks for a replay that long."""
+    trace = tmp_path / "short.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,100,10\n1,100,10\n")
+    run = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{trace}")
+    line = next(w for w in run.warnings if "too short" in w or "arrivals span" in w)
+    assert "--duration-s of at least" not in line
+    assert "replay of at least" in line and "s of a longer trace" in line
+    drawn = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=13, duration_s=60, input_len="1024",
+        output_len="256",
+    )  # fmt: skip
+    assert any("A --duration-s of at least" in w for w in drawn.warnings)

@@ -155,6 +155,7 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
         if best is not None
         else {}
     )
+    picked = _pick_warnings(plan, traffic.requests, trace=arrivals.startswith("trace:"))
     return PlanLlmServeResult(
         request=request,
         plan=plan,
@@ -201,6 +202,6 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
                 else {}
             ),
         },
-        warnings=tuple(traffic.warnings) + tuple(_pick_warnings(plan, traffic.requests)),
+        warnings=tuple(traffic.warnings) + tuple(picked),
         validation=validation,
     )
