@@ -1219,3 +1219,38 @@ def test_a_short_trace_is_not_told_to_run_a_longer_duration(tmp_path) -> None:
         output_len="256",
     )  # fmt: skip
     assert any("A --duration-s of at least" in w for w in drawn.warnings)
+
+
+def test_tensorrt_llm_keeps_an_fp8_kv_cache_only_on_fp8_tensor_cores() -> None:
+    """QA 40 I #10: TensorRT-LLM with --kv-precision fp8 was priced on an A100 (its support
+    matrix lists FP8 for Ada and Hopper only; Ampere keeps int8); vLLM's fp8 KV cache runs
+    there, and a plan skips the A100 for TensorRT-LLM, naming why."""
+    infer = dict(model="llama-3-8b", input_len=512, output_len=128, kv_precision="fp8")
+    for call in (
+        lambda: gpucast.predict_infer(**infer, gpu="A100-80GB", framework="tensorrt-llm"),
+        lambda: gpucast.simulate_llm_serve(
+            model="llama-3-8b",
+            gpu="A100-80GB",
+            framework="tensorrt-llm",
+            kv_precision="fp8",
+            rate=1,
+            duration_s=5,
+        ),
+    ):
+        with pytest.raises(InvalidSpecError) as caught:
+            call()
+        text = str(caught.value)
+        assert text.startswith("kv-precision: TensorRT-LLM keeps an fp8 KV cache on fp8 tensor")
+        assert "A100-80GB" in text and "--kv-precision int8" in text
+    assert gpucast.predict_infer(**infer, gpu="A100-80GB").prediction.kv_precision == "fp8"
+    assert gpucast.predict_infer(**infer, gpu="H100-SXM", framework="tensorrt-llm").prediction
+    plan = gpucast.plan_llm_serve(
+        model="llama-3-8b", rate=1, duration_s=5, input_len="256", output_len="32",
+        gpu=["A100-80GB", "H100-SXM"], tp=[1], framework="tensorrt-llm", kv_precision="fp8",
+        slo_tpot_ms=100, no_disaggregation=True, max_replicas=1,
+    )  # fmt: skip
+    assert {c.gpu for c in plan.plan.candidates} == {"H100-SXM"}
+    assert any(
+        s.startswith("A100-80GB: no fp8 tensor cores for --kv-precision fp8")
+        for s in plan.plan.infeasible
+    )

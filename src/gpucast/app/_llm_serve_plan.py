@@ -13,7 +13,13 @@ from gpucast.app._llm_serve_inputs import _given_lengths, _scheduler, llm_valida
 from gpucast.app._llm_serve_results import PlanLlmServeResult
 from gpucast.app._llm_serve_warnings import _pick_warnings
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.llm_infer import COMPUTE_MODE, check_weight_units, weights_run_on
+from gpucast.domain.llm_infer import (
+    COMPUTE_MODE,
+    check_kv_units,
+    check_weight_units,
+    kv_runs_on,
+    weights_run_on,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -116,6 +122,13 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
     if choices and len(no_units) == len({c.gpu.name for c in choices}):
         check_weight_units(request.precision, choices[0].gpu, load_catalog(), engine.name)
     choices = [c for c in choices if c.gpu.name not in no_units]
+    # an fp8 KV cache the engine keeps on fp8 tensor cores only: the same, for the KV cache
+    no_kv = sorted(
+        {c.gpu.name for c in choices if not kv_runs_on(c.gpu, request.kv_precision, engine.name)}
+    )
+    if choices and len(no_kv) == len({c.gpu.name for c in choices}):
+        check_kv_units(request.kv_precision, choices[0].gpu, engine, load_catalog())
+    choices = [c for c in choices if c.gpu.name not in no_kv]
     mode = COMPUTE_MODE.get(request.precision or "", "")
     units = "fp8 tensor cores" if mode == "fp8" else f"{mode} units"
     # the GPUs asked for that are not tried, each with why (plan.infeasible lists them)
@@ -130,6 +143,11 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
     skipped += [
         f"{gpu}: no {units} for --precision {request.precision} ({engine.display_name})"
         for gpu in no_units
+    ]
+    skipped += [
+        f"{gpu}: no fp8 tensor cores for --kv-precision {request.kv_precision} "
+        f"({engine.display_name})"
+        for gpu in no_kv
     ]
     scheduler = _scheduler(request, engine.max_sequences)
     scheduler.check_budget(traffic.requests, spec.max_context)

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import engine_share_note
-from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision, check_weight_units
+from gpucast.domain.llm_infer import (
+    INFER_PRECISIONS,
+    check_kv_units,
+    check_precision,
+    check_weight_units,
+)
 from gpucast.domain.options import documented, lower_text, option
 
 if TYPE_CHECKING:
@@ -261,6 +266,7 @@ def predict_infer(
     check_tp_within_node(gpu.name, request.tp)
     engine = inference_engine(request.framework)
     check_weight_units(request.precision, gpu, catalog, engine.name)
+    check_kv_units(request.kv_precision, gpu, engine, catalog)
 
     def at(tp: int) -> InferencePrediction:
         return predict_inference(
