@@ -1226,16 +1226,10 @@ def test_tensorrt_llm_keeps_an_fp8_kv_cache_only_on_fp8_tensor_cores() -> None:
     matrix lists FP8 for Ada and Hopper only; Ampere keeps int8); vLLM's fp8 KV cache runs
     there, and a plan skips the A100 for TensorRT-LLM, naming why."""
     infer = dict(model="llama-3-8b", input_len=512, output_len=128, kv_precision="fp8")
+    serve = dict(model="llama-3-8b", rate=1, duration_s=5, kv_precision="fp8")
     for call in (
         lambda: gpucast.predict_infer(**infer, gpu="A100-80GB", framework="tensorrt-llm"),
-        lambda: gpucast.simulate_llm_serve(
-            model="llama-3-8b",
-            gpu="A100-80GB",
-            framework="tensorrt-llm",
-            kv_precision="fp8",
-            rate=1,
-            duration_s=5,
-        ),
+        lambda: gpucast.simulate_llm_serve(**serve, gpu="A100-80GB", framework="tensorrt-llm"),
     ):
         with pytest.raises(InvalidSpecError) as caught:
             call()
