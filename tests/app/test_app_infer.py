@@ -263,6 +263,20 @@ def test_the_note_names_the_limit_that_splits_the_batch_into_turns() -> None:
     assert kv.waves > 1 and any(n.startswith("the KV cache holds") for n in kv.notes)
 
 
+def test_a_batch_in_turns_says_its_ttft_is_the_first_turns() -> None:
+    """QA 40 I #3: 1,024 sequences in 4 turns read "TTFT 5.43 s", batch 256's figure, unsaid:
+    the last turn's sequences get their first token some 58 s in."""
+    ask = {"model": "llama-3-8b", "gpu": "H100-SXM", "input_len": 1024, "output_len": 256}
+    one_turn = gpucast.predict_infer(**ask, batch_size=256).prediction
+    turns = gpucast.predict_infer(**ask, batch_size=1024).prediction
+    assert turns.waves == pytest.approx(4.0) and turns.ttft_s == one_turn.ttft_s
+    assert not any("first turn's" in n for n in one_turn.notes)
+    note = next(n for n in turns.notes if "turns" in n)
+    last = turns.latency_s * 3 / 4 + turns.ttft_s  # three turns' time, then its own prefill
+    assert f"the TTFT ({turns.ttft_s:.3g} s) is the first turn's" in note
+    assert f"the last turn's first token comes about {last:.3g} s in" in note
+
+
 def test_fp8_matmuls_reach_the_share_of_their_peak_the_training_fit_found() -> None:
     import dataclasses
 

@@ -963,7 +963,10 @@ def test_price_plans_a_gpu_without_offers_on_the_catalogs_node_of_it() -> None:
         "MI300X on the catalog's MI300X-OAM-8 node (no offer of it)"
         in (priced.assumptions["prices"])
     )
-    with pytest.raises(InvalidInputError, match=r"or give --price to plan a GPU without offers"):
+    # QA 40 I #8: the line names the GPU and why, the --price that plans it on its node
+    with pytest.raises(InvalidInputError, match=r"gpu: MI300X: no catalog offer prices it \(plan "
+                       r"serve rents GPUs at the catalog's prices; --price USD_PER_GPU_HOUR "
+                       r"plans it on the catalog's node of it"):  # fmt: skip
         gpucast.plan_llm_serve(model="llama-3-8b", gpu=["MI300X"], **fast)
 
 
@@ -1089,7 +1092,7 @@ def test_both_verbs_state_the_precision_and_how_fp8_runs_without_fp8_units() -> 
     )  # fmt: skip
     for said in (run.to_dict()["assumptions"], plan.to_dict()["assumptions"]):
         text = said["precision"]
-        assert text.startswith("fp8 weights / fp8 KV cache;")
+        assert text.startswith("fp8 weights / fp8 KV cache (the KV cache follows fp8 weights")
         assert "A100-80GB has no fp8 tensor cores: fp8 weights run weight-only (W8A16" in text
         assert "H100-SXM" not in text
     default = gpucast.plan_llm_serve(
@@ -1136,3 +1139,129 @@ def test_a_queue_that_grows_up_to_the_horizon_is_warned_about() -> None:
     assert "to --horizon-s 20 (" in lines[0] and "\n" not in lines[0]
     held = gpucast.simulate_llm_serve(**ask, rate=5, duration_s=30, horizon_s=20)
     assert not any(w.startswith("overloaded") for w in held.warnings)
+
+
+def test_plan_that_fits_no_gpu_suggests_only_lighter_weights_that_fit() -> None:
+    """QA 40 I #2: plan serve said "use --precision int8 / int4" whether they fit or not (405B
+    fits no 8 x L4 even in int4; with --precision int4 given it told the user to pass int4) and
+    named the reason at tp=1, where predict infer names the largest degree and a precision that
+    fits."""
+    ask = dict(rate=1, duration_s=10, gpu=["L4"], slo_ttft_ms=1000, slo_tpot_ms=50)
+    with pytest.raises(NoFeasiblePlanError) as none_fits:
+        gpucast.plan_llm_serve(model="llama-3.1-405b", **ask)
+    text = str(none_fits.value)
+    assert text.startswith("gpu: llama-3.1-405b in fp16 does not fit on any GPU offered")
+    assert "(L4 tp=8: does not fit" in text and "--precision" not in text
+    assert "int8 or int4 weights do not fit either" in text
+    with pytest.raises(NoFeasiblePlanError) as given_int4:
+        gpucast.plan_llm_serve(model="llama-3.1-405b", precision="int4", **ask)
+    assert "--precision" not in str(given_int4.value)
+    # llama-3-70b fits 2 x L4 only in int4 (int8: 35 GiB a GPU): that one is named, with where
+    with pytest.raises(NoFeasiblePlanError) as lighter:
+        gpucast.plan_llm_serve(model="llama-3-70b", tp=[1, 2], **ask)
+    assert "use --precision int4 (it fits on 2 x L4)" in str(lighter.value)
+
+
+def test_an_fp8_kv_cache_chosen_for_the_user_is_said_with_the_flag_that_changes_it() -> None:
+    """QA 40 I #4: --precision fp8 put the KV cache in fp8 unsaid (vLLM's --kv-cache-dtype auto
+    keeps 16 bits); and QA 40 I #5: plan serve repeated the W8A16 sentence for each Ampere GPU."""
+    ask = dict(model="llama-3-8b", input_len="256", output_len="32", duration_s=5)
+    chosen = gpucast.simulate_llm_serve(**ask, gpu="H100-SXM", rate=1, precision="fp8")
+    given = gpucast.simulate_llm_serve(
+        **ask, gpu="H100-SXM", rate=1, precision="fp8", kv_precision="fp8"
+    )
+    infer = gpucast.predict_infer(
+        model="llama-3-8b", gpu="H100-SXM", input_len=256, output_len=32, precision="fp8"
+    )
+    for text in (chosen.to_dict()["assumptions"]["precision"], infer.assumptions["precision"]):
+        assert "the KV cache follows fp8 weights" in text and "--kv-precision fp16" in text
+    assert given.to_dict()["assumptions"]["precision"] == "fp8 weights / fp8 KV cache"
+    # a KV precision given under the engine's default weights is not "the engine's default"
+    kv_only = gpucast.predict_infer(
+        model="llama-3-8b", gpu="H100-SXM", input_len=256, output_len=32, kv_precision="fp8"
+    )
+    assert kv_only.assumptions["precision"] == (
+        "fp16 weights, fp8 KV cache (the engine's default weights)"
+    )
+    plan = gpucast.plan_llm_serve(
+        **ask, rate=1, gpu=["A100-40GB", "A100-80GB", "A10G"], tp=[1], precision="fp8",
+        slo_tpot_ms=200, no_disaggregation=True, max_replicas=1,
+    )  # fmt: skip
+    text = plan.to_dict()["assumptions"]["precision"]
+    assert text.count("W8A16") == 1
+    assert "A100-40GB, A100-80GB and A10G have no fp8 tensor cores" in text
+
+
+def test_the_saturation_of_prefill_decode_pools_holds_no_rate_above_what_they_serve() -> None:
+    """QA 40 I #7: one prefill + one decode H100 served 21.1-21.3 req/s at every offered rate
+    from 21.9 to 42.8, yet 22.8, 23.4 and 23.35 req/s "held" (TPOT p50 97 -> 135 ms): the held
+    test counted the requests waiting for their first token, which the prefill pool gives at
+    once, and never saw the queue for a decode slot."""
+    run = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", find_saturation=True, prefill_instances=1,
+        decode_instances=1, input_len="1024", output_len="256",
+    )  # fmt: skip
+    sat = run.saturation
+    assert sat is not None and "not yet finished" in sat.criterion
+    peak = max(p.served_rps for p in sat.probes)
+    held = [p for p in sat.probes if p.held]
+    assert held and all(p.offered_rps <= peak for p in held)
+
+
+def test_a_plan_of_gpus_none_of_which_is_offered_names_them_and_the_price_flag() -> None:
+    """QA 40 I #8: --gpu MI250 alone read `gpu: no catalog offer matches the GPU, provider,
+    region and spot filters`, where --gpu MI250,L4 said `MI250: no catalog offer prices it`."""
+    with pytest.raises(InvalidSpecError) as caught:
+        gpucast.plan_llm_serve(model="llama-3-8b", rate=2, gpu=["MI250"], slo_tpot_ms=50)
+    text = str(caught.value)
+    assert text.startswith("gpu: MI250: no catalog offer prices it") and "--price" in text
+    with pytest.raises(InvalidSpecError, match="gpu: A10G: no offer within --provider gcp"):
+        gpucast.plan_llm_serve(
+            model="llama-3-8b", rate=2, gpu=["A10G"], provider=["gcp"], slo_tpot_ms=50
+        )
+
+
+def test_a_short_trace_is_not_told_to_run_a_longer_duration(tmp_path) -> None:
+    """QA 40 I #6: a 3-request trace read `A --duration-s of at least 2 s ... measures them`;
+    --duration-s only cuts a trace (a longer one replays it whole), so the advice could not
+    help: a trace's line asks for a replay that long."""
+    trace = tmp_path / "short.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,100,10\n1,100,10\n")
+    run = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{trace}")
+    line = next(w for w in run.warnings if "too short" in w or "arrivals span" in w)
+    assert "--duration-s of at least" not in line
+    assert "replay of at least" in line and "s of a longer trace" in line
+    drawn = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=13, duration_s=60, input_len="1024",
+        output_len="256",
+    )  # fmt: skip
+    assert any("A --duration-s of at least" in w for w in drawn.warnings)
+
+
+def test_tensorrt_llm_keeps_an_fp8_kv_cache_only_on_fp8_tensor_cores() -> None:
+    """QA 40 I #10: TensorRT-LLM with --kv-precision fp8 was priced on an A100 (its support
+    matrix lists FP8 for Ada and Hopper only; Ampere keeps int8); vLLM's fp8 KV cache runs
+    there, and a plan skips the A100 for TensorRT-LLM, naming why."""
+    infer = dict(model="llama-3-8b", input_len=512, output_len=128, kv_precision="fp8")
+    serve = dict(model="llama-3-8b", rate=1, duration_s=5, kv_precision="fp8")
+    for call in (
+        lambda: gpucast.predict_infer(**infer, gpu="A100-80GB", framework="tensorrt-llm"),
+        lambda: gpucast.simulate_llm_serve(**serve, gpu="A100-80GB", framework="tensorrt-llm"),
+    ):
+        with pytest.raises(InvalidSpecError) as caught:
+            call()
+        text = str(caught.value)
+        assert text.startswith("kv-precision: TensorRT-LLM keeps an fp8 KV cache on fp8 tensor")
+        assert "A100-80GB" in text and "--kv-precision int8" in text
+    assert gpucast.predict_infer(**infer, gpu="A100-80GB").prediction.kv_precision == "fp8"
+    assert gpucast.predict_infer(**infer, gpu="H100-SXM", framework="tensorrt-llm").prediction
+    plan = gpucast.plan_llm_serve(
+        model="llama-3-8b", rate=1, duration_s=5, input_len="256", output_len="32",
+        gpu=["A100-80GB", "H100-SXM"], tp=[1], framework="tensorrt-llm", kv_precision="fp8",
+        slo_tpot_ms=100, no_disaggregation=True, max_replicas=1,
+    )  # fmt: skip
+    assert {c.gpu for c in plan.plan.candidates} == {"H100-SXM"}
+    assert any(
+        s.startswith("A100-80GB: no fp8 tensor cores for --kv-precision fp8")
+        for s in plan.plan.infeasible
+    )

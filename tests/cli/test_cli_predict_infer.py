@@ -57,3 +57,13 @@ def test_the_first_line_names_a_kv_cache_precision_unlike_the_weights() -> None:
         "with TensorRT-LLM (fp16, batch 1 x 512" in same.output
         and "KV cache," not in (same.output.splitlines()[0])
     )
+
+
+def test_the_text_states_how_the_precisions_were_chosen() -> None:
+    """QA 40 I #4: the fp8 KV cache chosen for fp8 weights was in the JSON's assumptions only."""
+    fp8 = runner.invoke(app, [*BASE[:5], "H100-SXM", *BASE[6:], "--precision", "fp8"])
+    assert fp8.exit_code == 0, fp8.output
+    line = next(x for x in fp8.output.splitlines() if x.startswith("  precision: "))
+    assert line.startswith("  precision: fp8 weights, fp8 KV cache (the KV cache follows fp8")
+    default = runner.invoke(app, BASE)
+    assert "  precision: fp16 weights, fp16 KV cache (the engine's default)" in default.output

@@ -111,7 +111,9 @@ def search(
         sample, cost, max_num_seqs, instances=replicas, prefill_instances=prefill_instances,
         decode_instances=decode_instances,
     )  # fmt: skip
-    return find_llm_saturation(run, start_rps=start, duration_s=duration_s)
+    return find_llm_saturation(
+        run, start_rps=start, duration_s=duration_s, pools=prefill_instances > 0
+    )
 
 
 def run_rate(saturation: Saturation) -> float:

@@ -38,13 +38,14 @@ def llm_validation(engine: str, gpu: str, precision: str, tp: int) -> dict[str, 
 def precision_text(engine: EngineProfile, request: Any, gpus: list[GpuSpec]) -> str:
     """The weights' and KV cache's precisions a run or plan rests on (whether the engine's
     default), and how fp8 weights run on each of ``gpus`` without fp8 tensor cores."""
-    from gpucast.predict.llm_infer import fp8_hardware_note, resolve_precisions
+    from gpucast.predict.llm_infer import fp8_hardware_note, precisions_text, resolve_precisions
 
     weights, kv = resolve_precisions(engine, request.precision, request.kv_precision)
-    text = f"{weights} weights / {kv} KV cache"
-    text += "" if request.precision else " (the engine's default)"
-    notes = dict.fromkeys(n for g in gpus if (n := fp8_hardware_note(g, weights)) is not None)
-    return "; ".join([text, *notes])
+    text = precisions_text(
+        weights, kv, weights_given=bool(request.precision), kv_given=bool(request.kv_precision)
+    )
+    note = fp8_hardware_note(gpus, weights)
+    return text if note is None else f"{text}; {note}"
 
 
 def _given_lengths(request: Any) -> tuple[str, ...]:

@@ -12,7 +12,14 @@ from gpucast.app._llm_serve_checks import _sampling_text
 from gpucast.app._llm_serve_inputs import _given_lengths, _scheduler, llm_validation, precision_text
 from gpucast.app._llm_serve_results import PlanLlmServeResult
 from gpucast.app._llm_serve_warnings import _pick_warnings
-from gpucast.domain.llm_infer import COMPUTE_MODE, check_weight_units, weights_run_on
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.llm_infer import (
+    COMPUTE_MODE,
+    check_kv_units,
+    check_weight_units,
+    kv_runs_on,
+    weights_run_on,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -77,10 +84,22 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
         output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
         field="trace", window_s=PLAN_TRACE_WINDOW_S, given_lengths=_given_lengths(request),
     )  # fmt: skip
-    offers = inputs.gpu_offers(
-        gpus=request.gpus, providers=request.providers, regions=request.regions,
-        spot=request.spot, priced=request.price is not None,
-    )  # fmt: skip
+    try:
+        offers = inputs.gpu_offers(
+            gpus=request.gpus, providers=request.providers, regions=request.regions,
+            spot=request.spot, priced=request.price is not None,
+        )  # fmt: skip
+    except InvalidSpecError:
+        if not request.gpus:
+            raise
+        # every GPU asked for is without an offer: each with why, as when some others are
+        why = inputs.unoffered_gpus(
+            request.gpus, set(), model=name, providers=request.providers,
+            regions=request.regions, spot=request.spot,
+        )  # fmt: skip
+        filters = request.providers or request.regions or request.spot
+        fix = "give other --gpu types" + (" or relax the filters" if filters else "")
+        raise InvalidSpecError("gpu", "; ".join(why), fix=fix) from None
     # an engine that does not run on a GPU type is not offered it (TensorRT-LLM on an MI300X)
     # --price and --kv-link-gbps replace every offer's (the offer still says how many GPUs
     # an instance holds and how they are linked)
@@ -103,6 +122,13 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
     if choices and len(no_units) == len({c.gpu.name for c in choices}):
         check_weight_units(request.precision, choices[0].gpu, load_catalog(), engine.name)
     choices = [c for c in choices if c.gpu.name not in no_units]
+    # an fp8 KV cache the engine keeps on fp8 tensor cores only: the same, for the KV cache
+    no_kv = sorted(
+        {c.gpu.name for c in choices if not kv_runs_on(c.gpu, request.kv_precision, engine.name)}
+    )
+    if choices and len(no_kv) == len({c.gpu.name for c in choices}):
+        check_kv_units(request.kv_precision, choices[0].gpu, engine, load_catalog())
+    choices = [c for c in choices if c.gpu.name not in no_kv]
     mode = COMPUTE_MODE.get(request.precision or "", "")
     units = "fp8 tensor cores" if mode == "fp8" else f"{mode} units"
     # the GPUs asked for that are not tried, each with why (plan.infeasible lists them)
@@ -117,6 +143,11 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
     skipped += [
         f"{gpu}: no {units} for --precision {request.precision} ({engine.display_name})"
         for gpu in no_units
+    ]
+    skipped += [
+        f"{gpu}: no fp8 tensor cores for --kv-precision {request.kv_precision} "
+        f"({engine.display_name})"
+        for gpu in no_kv
     ]
     scheduler = _scheduler(request, engine.max_sequences)
     scheduler.check_budget(traffic.requests, spec.max_context)
@@ -142,6 +173,7 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
         if best is not None
         else {}
     )
+    picked = _pick_warnings(plan, traffic.requests, trace=arrivals.startswith("trace:"))
     return PlanLlmServeResult(
         request=request,
         plan=plan,
@@ -188,6 +220,6 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
                 else {}
             ),
         },
-        warnings=tuple(traffic.warnings) + tuple(_pick_warnings(plan, traffic.requests)),
+        warnings=tuple(traffic.warnings) + tuple(picked),
         validation=validation,
     )

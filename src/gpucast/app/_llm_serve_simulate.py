@@ -215,10 +215,12 @@ def simulated_llm_serve(request: SimulateLlmServeRequest) -> SimulateLlmServeRes
     # run's latencies are its queue's, not a warm-up's
     if loop is None and not overload:
         p50 = result.to_dict()["latency_s"]["p50"]  # type: ignore[index]
+        trace = request.arrivals.startswith("trace:")
         short = short_run_warning(
-            _arrival_span_s(result.requests), p50 if result.finished.any() else None, "its"
-        )
-        warnings += short or unsteady_warning(result)
+            _arrival_span_s(result.requests), p50 if result.finished.any() else None, "its",
+            trace=trace,
+        )  # fmt: skip
+        warnings += short or unsteady_warning(result, trace=trace)
     closed_loop = (
         None if loop is None else load.closed_loop_dict(result, loop.clients, loop.think_s)
     )

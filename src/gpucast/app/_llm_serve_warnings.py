@@ -22,10 +22,21 @@ if TYPE_CHECKING:
 OVERLOAD_WAIT_GROWTH = 0.02
 
 
-def short_run_warning(span_s: float, latency_p50_s: float | None, what: str) -> list[str]:
+def longer_run(seconds: float, trace: bool) -> str:
+    """The run that measures it: a --duration-s that long, or -- ``trace``, where
+    --duration-s only cuts the trace, never lengthens it -- a longer trace's replay."""
+    if trace:
+        return f"a replay of at least {math.ceil(seconds):,} s of a longer trace"
+    return f"a --duration-s of at least {math.ceil(seconds):,} s"
+
+
+def short_run_warning(
+    span_s: float, latency_p50_s: float | None, what: str, *, trace: bool = False
+) -> list[str]:
     """One line when the arrivals span less than two median request latencies: the batch
     never filled, and the rates (over :attr:`LlmServingResult.rate_window_s`, which then
-    cannot leave the warm-up out) and latencies are a warm-up's, not a steady server's."""
+    cannot leave the warm-up out) and latencies are a warm-up's, not a steady server's.
+    ``trace``: the arrivals are a trace's (:func:`longer_run`)."""
     if latency_p50_s is None or not math.isfinite(latency_p50_s) or span_s <= 0:
         return []
     if span_s >= 2.0 * latency_p50_s:
@@ -33,8 +44,8 @@ def short_run_warning(span_s: float, latency_p50_s: float | None, what: str) -> 
     return [
         f"the arrivals span {span_s:.3g} s, less than two of {what} median request latencies "
         f"({latency_p50_s:.3g} s): the batches never filled, so its rates and latencies are a "
-        f"warm-up's, not a steady server's; a --duration-s of at least "
-        f"{math.ceil(8 * latency_p50_s):,} s (8 latencies) measures them"
+        f"warm-up's, not a steady server's; {longer_run(8 * latency_p50_s, trace)} "
+        "(8 latencies) measures them"
     ]
 
 
@@ -49,7 +60,9 @@ STEADY_GAP = 0.02
 STEADY_LATENCIES = 20
 
 
-def unsteady_warning(result: LlmServingResult, what: str = "the run") -> list[str]:
+def unsteady_warning(
+    result: LlmServingResult, what: str = "the run", *, trace: bool = False
+) -> list[str]:
     """One line when the run is too short to tell its steady rates: the requests/s served
     over :attr:`LlmServingResult.rate_window_s` is :data:`STEADY_GAP` or more off the
     requests arriving there (dropped ones left out) and the arrivals span fewer than
@@ -75,6 +88,7 @@ def unsteady_warning(result: LlmServingResult, what: str = "the run") -> list[st
     if _arrival_span_s(result.requests) >= need_s:
         return []
     cost = float(out["cost_usd_per_million_tokens"])  # type: ignore[arg-type]
+    advice = longer_run(need_s, trace)
     return [
         f"{what} is too short to tell its steady rates: over its steady window "
         f"({lo:.1f}-{hi:.1f} s) it served {served:.2f} req/s of the {arriving:.2f} arriving "
@@ -83,9 +97,9 @@ def unsteady_warning(result: LlmServingResult, what: str = "the run") -> list[st
         f"{'the batch still filling, or a queue' if gap < 0 else 'a burst draining'}), so "
         f"the throughput and the {cost:.3f} US$ per million output tokens are off by about as "
         f"much; a server that keeps up serves what arrives ({arriving:.2f} req/s: "
-        f"{cost * served / arriving:.3f} US$ per million output tokens). A --duration-s of at "
-        f"least {math.ceil(need_s):,} s ({STEADY_LATENCIES} median latencies of the "
-        f"window's requests, {typical:.3g} s) measures them"
+        f"{cost * served / arriving:.3f} US$ per million output tokens). "
+        f"{advice[0].upper()}{advice[1:]} ({STEADY_LATENCIES} "
+        f"median latencies of the window's requests, {typical:.3g} s) measures them"
     ]
 
 
@@ -166,15 +180,17 @@ def _horizon_queue_warning(result: LlmServingResult, start_s: float) -> list[str
     ]
 
 
-def _pick_warnings(plan: LlmServePlan, requests: LlmRequests) -> list[str]:
-    """The pick's run too short to tell: a warm-up's latencies, or rates not yet steady."""
+def _pick_warnings(plan: LlmServePlan, requests: LlmRequests, *, trace: bool = False) -> list[str]:
+    """The pick's run too short to tell: a warm-up's latencies, or rates not yet steady
+    (``trace``: the arrivals are a trace's)."""
     best = plan.best
     if best is None:
         return []
-    short = short_run_warning(_arrival_span_s(requests), best.latency_p50_s, "the pick's")
+    span = _arrival_span_s(requests)
+    short = short_run_warning(span, best.latency_p50_s, "the pick's", trace=trace)
     if short or plan.best_result is None:
         return short
-    return unsteady_warning(plan.best_result, "the pick's run")
+    return unsteady_warning(plan.best_result, "the pick's run", trace=trace)
 
 
 def _arrival_span_s(requests: LlmRequests) -> float:

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import engine_share_note
-from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision, check_weight_units
+from gpucast.domain.llm_infer import (
+    INFER_PRECISIONS,
+    check_kv_units,
+    check_precision,
+    check_weight_units,
+)
 from gpucast.domain.options import documented, lower_text, option
 
 if TYPE_CHECKING:
@@ -263,6 +268,7 @@ def predict_infer(
         TP_CHOICES,
         lighter_text,
         node_degrees,
+        precisions_text,
         predict_inference,
         smallest_fitting_tp,
         tp_problem,
@@ -275,6 +281,7 @@ def predict_infer(
     check_tp_within_node(gpu.name, request.tp)
     engine = inference_engine(request.framework)
     check_weight_units(request.precision, gpu, catalog, engine.name)
+    check_kv_units(request.kv_precision, gpu, engine, catalog)
 
     def at(tp: int) -> InferencePrediction:
         return predict_inference(
@@ -333,8 +340,13 @@ def predict_infer(
             f"each generating {request.output_len} (an offline batch, as LLM-Inference-Bench)",
             "gpus": f"{predict.tp} x {gpu.name} ({chosen})",
             "engine": engine.provenance(),
-            "precision": f"{predict.precision} weights, {predict.kv_precision} KV cache"
-            + ("" if request.precision else " (the engine's default)"),
+            "precision": precisions_text(
+                predict.precision,
+                predict.kv_precision,
+                weights_given=bool(request.precision),
+                kv_given=bool(request.kv_precision),
+                sep=", ",
+            ),
             **({"intra-node links": links_text(gpu, predict.tp)} if predict.tp > 1 else {}),
             "memory": engine_share_note(
                 engine.display_name,

@@ -117,6 +117,8 @@ def infer_command(
         )
     for note in p.notes:
         console.print(f"  {note}", highlight=False, markup=False)
+    said = result.assumptions["precision"]
+    console.print(f"  precision: {said}", highlight=False, markup=False)
     console.print(f"  engine: {result.engine.provenance()}", highlight=False, markup=False)
     if "intra-node links" in result.assumptions:
         console.print(

@@ -115,6 +115,38 @@ def check_weight_units(precision: str | None, gpu: Any, catalog: Any, engine: st
     )  # fmt: skip
 
 
+#: Engines that keep an fp8 KV cache on a GPU without fp8 tensor cores: vLLM converts it in
+#: its attention kernels. TensorRT-LLM's support matrix lists FP8 for Ada and Hopper (and
+#: later) only -- Ampere keeps FP16, BF16 or INT8 -- for its KV cache as for its weights
+#: (https://nvidia.github.io/TensorRT-LLM/0.18.2/reference/support-matrix.html).
+FP8_KV_ANY_GPU_ENGINES: frozenset[str] = frozenset({"vllm"})
+
+
+def kv_runs_on(gpu: Any, kv_precision: str | None, engine: str) -> bool:
+    """Whether ``engine`` keeps its KV cache in ``kv_precision`` on ``gpu``: an fp8 one needs
+    fp8 tensor cores outside :data:`FP8_KV_ANY_GPU_ENGINES`; None and the others pass (which
+    precisions an engine keeps at all: :meth:`EngineProfile.check_kv_precision`)."""
+    if kv_precision is None or COMPUTE_MODE.get(kv_precision) != FP8:
+        return True
+    return engine in FP8_KV_ANY_GPU_ENGINES or bool(gpu.has_units(FP8))
+
+
+def check_kv_units(kv_precision: str | None, gpu: Any, engine: Any, catalog: Any) -> None:
+    """One line where ``engine`` (an :class:`EngineProfile`) cannot keep its KV cache in
+    ``kv_precision`` on ``gpu`` (:func:`kv_runs_on`), naming GPUs that can."""
+    if kv_runs_on(gpu, kv_precision, engine.name):
+        return
+    able = [g.name for g in catalog.gpus if g.has_units(FP8)][:6]
+    raise InvalidSpecError(
+        "kv-precision",
+        f"{engine.display_name} keeps an fp8 KV cache on fp8 tensor cores only (Ada, Hopper "
+        f"or later), which the {gpu.name} has not",
+        got=kv_precision,
+        fix=f"use --kv-precision int8 (or fp16), or a GPU with fp8 units ({', '.join(able)}, "
+        "...), or --framework vllm",
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineProfile(VendorBound):
     """An inference engine: its structure (facts from its documentation and the benchmark's

@@ -23,7 +23,7 @@ import numpy as np
 from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.errors import InvalidSpecError, UnknownModelError
 from gpucast.domain.llm import TransformerSpec
-from gpucast.domain.llm_infer import EngineProfile, check_weight_units
+from gpucast.domain.llm_infer import EngineProfile, check_kv_units, check_weight_units
 from gpucast.domain.llm_serving import IterationCost, LlmRequests, TokenLengths
 from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.provenance import Sourced
@@ -346,6 +346,7 @@ def serving_model(
     check_tp_within_node(gpu_spec.name, tp)
     engine = inference_engine(framework)
     check_weight_units(precision, gpu_spec, catalog, engine.name)
+    check_kv_units(kv_precision, gpu_spec, engine, catalog)
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)
     longest_out = max(1, min(longest_out, spec.max_context - longest_in))

@@ -45,6 +45,7 @@ from gpucast.predict.llm_infer import (
     TP_CHOICES,
     check_tp,
     iteration_cost,
+    lighter_weights_fix,
     split_problem,
     tp_fix,
 )
@@ -512,7 +513,7 @@ def plan_llm_serving(
     infeasible: list[str] = list(skipped)
     pairs, tried = _pairs(spec, engine, choices, tps, infeasible)
     limits = infeasible[len(skipped) :]  # the degrees and instance sizes left out
-    unfit: list[str] = []  # why the GPU x degrees tried did not fit
+    unfit: list[tuple[int, int, str]] = []  # the GPU x degrees tried that did not fit: why
     fitting = 0
     fastest_prefill: tuple[float, str] | None = None
     fastest_step: tuple[float, str] | None = None
@@ -528,15 +529,15 @@ def plan_llm_serving(
                 node=choice.node,
             )  # fmt: skip
         except InvalidSpecError as exc:
-            unfit.append(f"{label}: {exc}")
-            infeasible.append(unfit[-1])
+            unfit.append((tp, -1, f"{label}: {exc}"))
+            infeasible.append(unfit[-1][2])
             continue
         if cost.kv_capacity_tokens < med_in + med_out:
-            unfit.append(
+            unfit.append((tp, cost.kv_capacity_tokens, (
                 f"{label}: does not fit ({cost.kv_capacity_tokens} tokens of KV cache left "
                 f"by the weights, a median request needs {med_in + med_out})"
-            )
-            infeasible.append(unfit[-1])
+            )))  # fmt: skip
+            infeasible.append(unfit[-1][2])
             continue
         fitting += 1
         built[(choice.gpu.name, tp)] = (choice, cost)
@@ -599,7 +600,23 @@ def plan_llm_serving(
         for future in ahead.values():
             future.cancel()
     if fitting == 0:
-        _no_fit(spec, engine, choices, tried, pairs, unfit, limits)
+
+        def fits_on(weights: str) -> str | None:
+            """The first GPU x degree tried that holds a median request with ``weights``."""
+            for choice, tp in pairs:
+                try:
+                    cost = iteration_cost(
+                        spec, choice.gpu, engine, tp=tp, precision=weights,
+                        kv_precision=kv_precision, node=choice.node,
+                    )  # fmt: skip
+                except InvalidSpecError:
+                    continue
+                if cost.kv_capacity_tokens >= med_in + med_out:
+                    return f"{tp} x {choice.gpu.name}"
+            return None
+
+        weights = precision or engine.default_precision
+        _no_fit(spec, engine, weights, choices, tried, pairs, unfit, limits, fits_on)
     if not rows:
         parts: dict[str, str] = {}
         if slo_ttft_s is not None and fastest_prefill is not None:
@@ -766,15 +783,20 @@ def largest_node_text(gpu: str, gpus: int, where: str = "instance offered") -> s
 def _no_fit(
     spec: TransformerSpec,
     engine: EngineProfile,
+    weights: str,
     choices: Sequence[GpuChoice],
     tried: Sequence[int],
     pairs: Sequence[tuple[GpuChoice, int]],
-    unfit: Sequence[str],
+    unfit: Sequence[tuple[int, int, str]],
     limits: Sequence[str],
+    fits_on: Callable[[str], str | None],
 ) -> None:
     """Raise why no GPU x degree holds the model: each GPU x degree tried leaves no KV cache
-    for a request (``unfit``), the rest were left out (``limits``: degrees that do not split
-    the model, instances too small for the degree)."""
+    for a request (``unfit``: degree, KV tokens left, why), the rest were left out
+    (``limits``: degrees that do not split the model, instances too small for the degree).
+    The reason named is the largest degree's (the nearest to fitting), and a lighter weight
+    precision is offered only where ``fits_on`` finds GPUs that hold it, as predict infer's
+    :func:`~gpucast.predict.llm_infer.smallest_fitting_tp` does."""
     built = sorted({tp for _choice, tp in pairs})
     left_out = "".join(f"; {why}" for why in limits)
     if not built:
@@ -783,18 +805,19 @@ def _no_fit(
             + left_out,
             fix="use a --tp the instances offer, or other --gpu types",
         )
-    fixes = ["use --precision int8 / int4", "a GPU with more memory"]
     largest = max(c.max_tp for c in choices)
     larger = [
         t for t in TP_CHOICES
         if max(built) < t <= largest and split_problem(spec, engine, t) is None
     ]  # fmt: skip
+    fix = lighter_weights_fix(weights, fits_on)
     if larger:
-        fixes.append(f"a larger --tp ({_degrees(larger)})")
+        fix += f", or a larger --tp ({_degrees(larger)})"
+    nearest = max(unfit, key=lambda u: (u[0], u[1]))[2]
     raise NoFeasiblePlanError(
-        f"{spec.name} does not fit on any GPU offered at tensor-parallel degree "
-        f"{_degrees(built)} ({unfit[0]})" + left_out,
-        fix=", ".join(fixes[:-1]) + " or " + fixes[-1],
+        f"gpu: {spec.name} in {weights} does not fit on any GPU offered at tensor-parallel "
+        f"degree {_degrees(built)} ({nearest})" + left_out,
+        fix=fix,
     )
 
 

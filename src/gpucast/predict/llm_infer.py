@@ -604,18 +604,39 @@ def request_latency_s(
     return _evaluate(_Cases(**columns), engine.params(gpu.name))["latency_s"]
 
 
-def fp8_hardware_note(gpu: GpuSpec, weights: str) -> str | None:
-    """fp8 weights on a GPU without fp8 tensor cores (an Ampere-class GPU: older ones are
-    refused first, :func:`gpucast.domain.llm_infer.check_weight_units`), in words: how this
-    model prices them."""
-    if COMPUTE_MODE[weights] != "fp8" or gpu.fp8_tflops is not None:
+def fp8_hardware_note(gpu: GpuSpec | Sequence[GpuSpec], weights: str) -> str | None:
+    """fp8 weights on GPUs without fp8 tensor cores (Ampere-class GPUs: older ones are refused
+    first, :func:`gpucast.domain.llm_infer.check_weight_units`), in words, once for all of them:
+    how this model prices them."""
+    gpus = [gpu] if isinstance(gpu, GpuSpec) else list(gpu)
+    names = list(dict.fromkeys(g.name for g in gpus if g.fp8_tflops is None))
+    if COMPUTE_MODE[weights] != "fp8" or not names:
         return None
+    which = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
     return (
-        f"{gpu.name} has no fp8 tensor cores: fp8 weights run weight-only (W8A16: read at 1 "
-        "byte, dequantised to 16 bits, as vLLM's FP8 Marlin kernels do from compute "
-        "capability 8.0), matmuls priced at its fp16 peak; TensorRT-LLM's fp8 needs Ada, "
+        f"{which} {'has' if len(names) == 1 else 'have'} no fp8 tensor cores: fp8 weights run "
+        "weight-only (W8A16: read at 1 byte, dequantised to 16 bits, as vLLM's FP8 Marlin "
+        "kernels do from compute capability 8.0), matmuls priced at "
+        f"{'its' if len(names) == 1 else 'their'} fp16 peak; TensorRT-LLM's fp8 needs Ada, "
         "Hopper or later"
     )
+
+
+def precisions_text(
+    weights: str, kv: str, *, weights_given: bool, kv_given: bool, sep: str = " / "
+) -> str:
+    """``fp8 weights / fp8 KV cache`` with how they were chosen where the user did not: the
+    engine's default, or an fp8 KV cache that follows fp8 weights (an engine started with
+    its default KV dtype -- vLLM's ``--kv-cache-dtype auto`` -- keeps 16 bits)."""
+    text = f"{weights} weights{sep}{kv} KV cache"
+    if not weights_given:
+        return text + (" (the engine's default weights)" if kv_given else " (the engine's default)")
+    if not kv_given and kv == "fp8":
+        text += (
+            " (the KV cache follows fp8 weights; an engine started with its default KV dtype "
+            "-- vLLM's --kv-cache-dtype auto -- keeps 16 bits: --kv-precision fp16 prices that)"
+        )
+    return text
 
 
 def _notes(
@@ -630,18 +651,25 @@ def _notes(
 ) -> tuple[str, ...]:
     notes = []
     if out["waves"] > 1.0 + 1e-9:
+        # the last turn starts when the others' share of the batch latency has passed
+        waves, ttft = out["waves"], out["prefill_s"]
+        last = out["latency_s"] * (waves - 1.0) / waves + ttft
+        first = (
+            f"the TTFT ({ttft:.3g} s) is the first turn's: the last turn's first token comes "
+            f"about {last:.3g} s in"
+        )
         if out["kv_sequences"] > engine.max_sequences:  # the scheduler's cap binds, not memory
             notes.append(
                 f"{engine.display_name} runs at most "
                 f"{count_of(engine.max_sequences, 'sequence')} at once "
                 f"(max_num_seqs / max_batch_size; the KV cache would hold "
-                f"{out['kv_sequences']:.0f}): the {batch_size} run in {out['waves']:.2f} turns; "
-                f"--max-num-seqs N sets the cap your engine was built or started with"
+                f"{out['kv_sequences']:.0f}): the {batch_size} run in {waves:.2f} turns; "
+                f"--max-num-seqs N sets the cap your engine was built or started with; {first}"
             )
         else:
             notes.append(
                 f"the KV cache holds {out['concurrent']:.1f} of the {batch_size} sequences at "
-                f"once (time-averaged): they run in {out['waves']:.2f} turns"
+                f"once (time-averaged): they run in {waves:.2f} turns; {first}"
             )
     if spec.is_moe:
         notes.append(
@@ -712,16 +740,14 @@ def smallest_fitting_tp(
     raise NoFeasiblePlanError(
         f"gpu: {spec.name} in {weights} does not fit on {gpu.name} at any tensor-parallel "
         f"degree offered ({', '.join(str(t) for t in held)}{node_text}){need}",
-        fix=_lighter_weights_fix(
-            weights, lambda w: _first_fit(at(t, w, None) for t in held), gpu.name
-        ),
+        fix=lighter_weights_fix(weights, lambda w: _fits_on(at(t, w, None) for t in held)),
     )
 
 
-def _first_fit(
-    predictions: Iterable[InferencePrediction | None],
-) -> InferencePrediction | None:
-    return next((p for p in predictions if p is not None and p.fits), None)
+def _fits_on(predictions: Iterable[InferencePrediction | None]) -> str | None:
+    """``2 x L4``: the GPUs of the first prediction that fits, or None."""
+    fit = next((p for p in predictions if p is not None and p.fits), None)
+    return None if fit is None else f"{fit.tp} x {fit.gpu}"
 
 
 def lighter_precisions(weights: str) -> list[str]:
@@ -741,18 +767,15 @@ def node_degrees(node_gpus: int) -> tuple[int, ...]:
     return tuple(t for t in TP_CHOICES if node_gpus <= 0 or t <= node_gpus)
 
 
-def _lighter_weights_fix(
-    weights: str, fits_with: Callable[[str], InferencePrediction | None], gpu: str
-) -> str:
-    """``use --precision P`` for the first weight precision lighter than ``weights`` with
-    which ``fits_with(P)`` finds a fitting prediction (naming its GPUs), else a larger GPU."""
+def lighter_weights_fix(weights: str, fits_on: Callable[[str], str | None]) -> str:
+    """``use --precision P (it fits on ...)`` for the first weight precision lighter than
+    ``weights`` on which ``fits_on(P)`` finds GPUs that hold the model (it returns where, e.g.
+    ``2 x L4``), else a GPU with more memory -- never a precision that fits nowhere."""
     lighter = lighter_precisions(weights)
     for p in lighter:
-        fitting = fits_with(p)
-        if fitting is not None:
-            return (
-                f"use --precision {p} (it fits on {fitting.tp} x {gpu}), or a GPU with more memory"
-            )
+        where = fits_on(p)
+        if where is not None:
+            return f"use --precision {p} (it fits on {where}), or a GPU with more memory"
     tried = f" ({' or '.join(lighter)} weights do not fit either)" if lighter else ""
     return f"use a GPU with more memory{tried}"
 

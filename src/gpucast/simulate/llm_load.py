@@ -77,13 +77,21 @@ def analytic_capacity_rps(
     return instances * count / (prefill + decode)
 
 
-def llm_criterion(duration_s: float, tolerance: float, max_requests: int) -> str:
-    """What :func:`probe_llm_rate` calls held, in words."""
+def llm_criterion(
+    duration_s: float, tolerance: float, max_requests: int, *, pools: bool = False
+) -> str:
+    """What :func:`probe_llm_rate` calls held, in words (``pools``: prefill/decode pools)."""
+    waiting = (
+        "not yet finished (the prefill pool gives the first token at once: a queue for a "
+        "decode slot shows only there)"
+        if pools
+        else "waiting for their first token"
+    )
     return (
         f"held = over the second half of a run of at least {duration_s:g} s, "
         f"{LLM_MIN_REQUESTS} requests and {LATENCIES_PER_PROBE} median request latencies "
         f"(shorter where it would offer over {max_requests:,} requests), the requests "
-        f"waiting for their first token grow by at most {tolerance:.0%} of the arrival rate "
+        f"{waiting} grow by at most {tolerance:.0%} of the arrival rate "
         f"(their least-squares trend over {TREND_POINTS} instants: the queue stops "
         f"growing), at least {1 - COMPLETED_FLOOR:.0%} as many requests completed as "
         "arrived there, and, when requests were preempted for KV-cache blocks, the "
@@ -130,21 +138,26 @@ TREND_POINTS = 41
 COMPLETED_FLOOR = 0.10
 
 
-def waiting_trend(result: LlmServingResult, start_s: float, end_s: float) -> float:
+def waiting_trend(
+    result: LlmServingResult, start_s: float, end_s: float, *, unfinished: bool = False
+) -> float:
     """Requests/s by which the requests waiting for their first token (arrived, not yet
     prefilled; dropped ones never wait) grow over ``[start_s, end_s]``: the least-squares slope
-    of their count at :data:`TREND_POINTS` instants. The requests in the system (waiting and
-    decoding) swing with the running batch, and completions minus arrivals over the half --
-    the criterion before -- read those swings as a queue (QA 35 N #9: llama-3-70b at 13.4
-    req/s held over 1,800 s, yet a probe read 134 -> 193 in the system as growth and called
-    the deployment saturated at 11.2; llama-3-8b's search gave 18.3 or 21.4 req/s by
-    --duration-s, both 21.4 now, its peak throughput 21.5)."""
+    of their count at :data:`TREND_POINTS` instants (``unfinished``: the requests not yet
+    finished instead -- with prefill/decode pools the prefill pool gives the first token at
+    once, and a queue for a decode slot never shows in it: QA 40 I #7, 23.3 req/s "held" on
+    one decode H100 that served 21.2 at every rate above 21.9). Colocated, the requests in
+    the system (waiting and decoding) swing with the running batch, and completions minus
+    arrivals over the half -- the criterion before -- read those swings as a queue (QA 35 N
+    #9: llama-3-70b at 13.4 req/s held over 1,800 s, yet a probe read 134 -> 193 in the
+    system as growth and called the deployment saturated at 11.2; llama-3-8b's search gave
+    18.3 or 21.4 req/s by --duration-s, both 21.4 now, its peak throughput 21.5)."""
     runs = result.status != DROPPED
     arrival = np.sort(result.requests.arrival_s[runs])
-    first = result.first_token_s[runs]
-    prefilled = np.sort(np.where(np.isfinite(first), first, np.inf))
+    left = result.finish_s if unfinished else result.first_token_s
+    gone = np.sort(np.where(np.isfinite(left[runs]), left[runs], np.inf))
     t = np.linspace(start_s, end_s, TREND_POINTS)
-    count = np.searchsorted(arrival, t, side="right") - np.searchsorted(prefilled, t, side="right")
+    count = np.searchsorted(arrival, t, side="right") - np.searchsorted(gone, t, side="right")
     return float(np.polyfit(t, count.astype(np.float64), 1)[0])
 
 
@@ -172,7 +185,7 @@ def _measure(
         return float(np.percentile(v, q)) if v.size else math.nan
 
     storm = preempted > 0 and served < (1.0 - tolerance) * best_below
-    growth = waiting_trend(result, half, span_s)
+    growth = waiting_trend(result, half, span_s, unfinished=result.decode_ready_s is not None)
     held = (
         runnable > 0
         and growth <= tolerance * runnable
@@ -200,11 +213,12 @@ def find_llm_saturation(
     precision: float = 0.01,
     max_probes: int = 30,
     max_requests: int = LLM_MAX_REQUESTS,
+    pools: bool = False,
 ) -> Saturation:
     """The highest request rate the deployment ``run`` simulates holds: the CNN path's search
     (:func:`gpucast.simulate.serving.search_saturation`) over :func:`probe_llm_rate`, each
     probe knowing the most requests/s any lower offered rate served (a preemption storm's
-    fall)."""
+    fall). ``pools``: ``run`` simulates prefill/decode pools (the criterion's words)."""
     if not (math.isfinite(duration_s) and duration_s > 0):
         raise InvalidSpecError("duration-s", "must be > 0 seconds", got=duration_s)
     done: list[SaturationProbe] = []
@@ -219,6 +233,7 @@ def find_llm_saturation(
         return found
 
     return search_saturation(
-        probe, start_rps=start_rps, criterion=llm_criterion(duration_s, tolerance, max_requests),
+        probe, start_rps=start_rps,
+        criterion=llm_criterion(duration_s, tolerance, max_requests, pools=pools),
         precision=precision, max_probes=max_probes,
     )  # fmt: skip
