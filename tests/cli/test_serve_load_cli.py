@@ -79,6 +79,23 @@ def test_bounded_queue_drops_are_counted_and_warned(table: Path) -> None:
     assert out["throughput_rps"] < out["offered_rps"]
 
 
+def test_timeouts_on_a_busy_host_say_the_work_was_wasted(table: Path) -> None:
+    # QA 40 V #10: a timeout alone on a host carrying 300 req/s, offered 800: every admitted
+    # request shares the host past the timeout and is dropped after using it (goodput
+    # collapse); the warning said only "Add servers or instances"
+    host = ["--host-ms", "2", "--host-capacity-rps", "300", "--latency-table", str(table)]
+    argv = [*SIM, *host, "--rate", "800", "--queue-timeout-ms", "50", "--duration-s", "4"]
+    out = _json(argv)
+    assert out["throughput_rps"] < 30 and out["timeout"] > 0
+    warned = " ".join(out["warnings"])  # type: ignore[arg-type]
+    assert "The host stage was 9" in warned and "was wasted" in warned
+    assert "Shed at arrival instead with --max-queue" in warned
+    quiet = _json(
+        [*SIM, "--latency-table", str(table), "--rate", "2000", "--queue-timeout-ms", "20"]
+    )
+    assert quiet["timeout"] > 0 and "wasted" not in " ".join(quiet["warnings"])  # type: ignore[arg-type]
+
+
 def test_find_saturation_reports_the_host_capacity(table: Path) -> None:
     host = ["--host-ms", "2", "--host-capacity-rps", "300"]
     search = ["--arrivals", "constant", "--find-saturation"]
