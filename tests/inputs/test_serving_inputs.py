@@ -145,7 +145,12 @@ def test_a_plan_window_replays_the_busiest_hour_and_says_so(tmp_path: Path) -> N
     # --duration-s keeps the first D s; no window: the whole trace; a short trace: all of it
     first = inputs.arrivals(f"trace:{trace}", None, 1800.0, seed=0, window_s=3600.0)
     assert first.times_s.size == 15 and "busiest" not in first.source
-    assert inputs.arrivals(f"trace:{trace}", None, None, seed=0).times_s.size == 180
+    whole = inputs.arrivals(f"trace:{trace}", None, None, seed=0)
+    assert whole.times_s.size == 180 and "simulate serve replays the whole trace" in busy.source
+    # QA 40 V #11: a simulation replays all of it and names the hour a plan sizes for
+    assert ", replayed whole (2.97 h, 0.0168 req/s over it; its busiest hour offers 0.0333 " in (
+        whole.source
+    )
     short = inputs.arrivals(f"trace:{trace}", None, None, seed=0, window_s=1e5)
     assert short.times_s.size == 180 and not short.cut and "busiest" not in short.source
     # the LLM requests: the same hour, with their lengths

@@ -916,10 +916,30 @@ def busiest_part(times_s: FloatArray, window_s: float) -> tuple[slice, str]:
         f", its busiest {what} ({format_duration(float(times_s[lo] - times_s[0]))} in: "
         f"{hi - lo:,} of {n:,} requests, {(hi - lo) / window_s:.3g} req/s offered, "
         f"{mean:.3g} over the whole trace), starting from idle servers: a plan sizes for the "
-        "peak, where the SLO is hardest to meet (--duration-s D replays the trace's first D s "
-        "instead)"
+        "peak, where the SLO is hardest to meet (simulate serve replays the whole trace; "
+        "--duration-s D replays the trace's first D s instead)"
     )
     return slice(lo, hi), text
+
+
+def _whole_trace_note(times_s: FloatArray) -> str:
+    """What the arrivals' source adds where a simulation replays all of a trace longer than
+    the window a plan replays: the plan's busiest hour, so the two verbs agree in words
+    (QA 40 V #11); "" for a trace no longer than it."""
+    from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
+    from gpucast.domain.units import format_duration
+    from gpucast.simulate import arrivals as gen
+
+    lo, hi = gen.busiest_window(times_s, PLAN_TRACE_WINDOW_S)
+    n = times_s.size
+    if hi - lo == n:
+        return ""
+    span = float(times_s[-1] - times_s[0])
+    return (
+        f", replayed whole ({format_duration(span)}, {(n - 1) / span:.3g} req/s over it; "
+        f"its busiest hour offers {(hi - lo) / PLAN_TRACE_WINDOW_S:.3g} req/s, what plan serve "
+        "and plan llm-serve size for; --duration-s D replays the trace's first D s instead)"
+    )
 
 
 def _generated(kind: str, rate_rps: float, duration_s: float, seed: int) -> tuple[FloatArray, str]:
@@ -996,6 +1016,8 @@ def arrivals(
                 trace, times_s=times, source=source, duration_s=window_s, cut=True
             )
     span = float(times[-1]) if duration_s is None else min(duration_s, own)
+    if duration_s is None and window_s is None:
+        source += _whole_trace_note(times)
     if times.size < n:  # what is simulated: the requests kept and the rate they offer
         source += (
             f", first {duration_s:g} s ({times.size} of {n} requests, "
