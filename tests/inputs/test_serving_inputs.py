@@ -287,6 +287,13 @@ def test_a_latency_table_says_what_it_leaves_to_extrapolation_and_what_no_device
     assert "falls from batch 2 to batch 4 (1 such step)" in w
     fine = LatencyCurve(batch_sizes=(1, 8), latency_s=(0.004, 0.012), source="measured: t.csv")
     assert latency_table_warnings(fine, 8, "latency-table") == []
+    # QA 40 V #13: beyond a falling last segment the batches are priced flat, and said so
+    falls = LatencyCurve(batch_sizes=(1, 4), latency_s=(0.01, 0.005), source="measured: t.csv")
+    beyond, _ = latency_table_warnings(falls, 16, "latency-table")
+    assert "priced flat at its last row's 5 ms (batch 4)" in beyond
+    assert "along its last segment" not in beyond and falls.latency(16) == 0.005
+    rises = latency_table_warnings(fine, 16, "latency-table")
+    assert "along its last segment (batch 1 to 8)" in rises[0]
 
 
 def test_a_gpu_without_an_offer_is_named_not_blamed_on_filters() -> None:

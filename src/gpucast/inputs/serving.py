@@ -447,11 +447,15 @@ def latency_table_warnings(curve: LatencyCurve, largest_batch: int, flag: str) -
     sizes, lat = curve.batch_sizes, curve.latency_s
     out = []
     if largest_batch > sizes[-1]:
-        how = (
-            f"in proportion to the batch from its one row (batch {sizes[0]})"
-            if len(sizes) == 1
-            else f"along its last segment (batch {sizes[-2]} to {sizes[-1]})"
-        )
+        if len(sizes) == 1:
+            how = f"in proportion to the batch from its one row (batch {sizes[0]})"
+        elif lat[-1] < lat[-2]:  # QA 40 V #13: a falling last segment is not followed down
+            how = (
+                f"flat at its last row's {lat[-1] * 1e3:.3g} ms (batch {sizes[-1]}): its last "
+                f"segment (batch {sizes[-2]} to {sizes[-1]}) falls, and is not extended"
+            )
+        else:
+            how = f"along its last segment (batch {sizes[-2]} to {sizes[-1]})"
         out.append(
             f"{flag}: batches up to {largest_batch} are served but the table stops at "
             f"{sizes[-1]}: larger ones are priced {how}; measure them "
