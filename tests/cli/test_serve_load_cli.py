@@ -198,6 +198,13 @@ def test_a_trace_without_arrival_times_names_every_format_simulate_serve_reads(
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert "has columns time" in line and "Azure Functions" in line and "\n" not in line
+    # the LLM verb reads the Functions counts too (lengths drawn) and now says so
+    llm = ["simulate", "serve", "--model", "llama-3-8b", "--gpu", "H100"]
+    result = runner.invoke(app, [*llm, "--arrivals", f"trace:{trace}"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "has columns time" in line and "\n" not in line
+    assert "Azure Functions per-minute count file (HashOwner," in line and "arrival_s" in line
 
 
 def test_workload_options_reach_the_profile() -> None:

@@ -652,10 +652,13 @@ def pcie_gbps(gpu: GpuSpec) -> Sourced[float]:
     return Sourced(gbps, f"{gbps:g} GB/s (PCIe {gpu.pcie_generation}.0 x16, {gpu.name})")
 
 
+#: The Azure Functions trace as the refusals of an unreadable trace name it
+FUNCTIONS_TRACE_FORMAT = (
+    "an Azure Functions per-minute count file (HashOwner,HashApp,HashFunction,Trigger,1,...,1440)"
+)
 #: What ``--arrivals trace:FILE`` reads, in the refusal of a file it cannot (QA 40 V #7)
 SERVING_TRACE_FORMATS = (
-    "give a CSV with an arrival_s column, an Azure Functions per-minute count file "
-    "(HashOwner,HashApp,HashFunction,Trigger,1,...,1440) or an Azure LLM trace "
+    f"give a CSV with an arrival_s column, {FUNCTIONS_TRACE_FORMAT} or an Azure LLM trace "
     "(TIMESTAMP,ContextTokens,GeneratedTokens)"
 )
 
