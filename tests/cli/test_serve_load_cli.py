@@ -105,6 +105,10 @@ def test_find_saturation_reports_the_host_capacity(table: Path) -> None:
     assert sat["peak_throughput_rps"] == pytest.approx(300.0, rel=0.02)
     assert sat["saturation_rps"] == pytest.approx(300.0, rel=0.03)
     assert "held" in sat["criterion"] and len(sat["probes"]) >= 3
+    # QA 40 V #9: the host-path stages' busy shares carry the suffix busy_fraction has
+    (server,) = out["servers"]  # type: ignore[misc]
+    assert "stages" not in server
+    assert server["stage_busy_fractions"]["host"] == pytest.approx(100 / 300, rel=0.1)
     text = runner.invoke(app, [*SIM, "--latency-table", str(table), "--rate", "100",
                                "--host-capacity-rps", "300", "--find-saturation"])  # fmt: skip
     assert "saturation: held at" in text.stdout and "peak throughput" in text.stdout

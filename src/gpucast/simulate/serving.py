@@ -212,7 +212,8 @@ class ServerStats:
             "instance_utilisation": self.instance_utilisation,
             "mean_batch_size": self.mean_batch_size,
             "host_utilisation": self.host_utilisation,
-            "stages": dict(self.stages),
+            # each host-path stage's share of the run busy (QA 40 V #9: was "stages", unsuffixed)
+            "stage_busy_fractions": dict(self.stages),
         }
 
 
