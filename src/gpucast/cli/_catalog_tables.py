@@ -18,15 +18,26 @@ def fmt_cell(value: float | None, spec: str = "g") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _limits(low_w: float | None, high_w: float | None) -> str:
+    """The power-limit range a board accepts, "-" where the catalog has neither end (QA 40 E
+    #6: only --json showed it)."""
+    if low_w is None and high_w is None:
+        return "-"
+    return f"{'?' if low_w is None else format(low_w, 'g')}-{fmt_cell(high_w)}"
+
+
 def gpus_table(result: GpusResult) -> Table:
     table = Table(
         title="GPU specs (dense peak TFLOP/s)",
         caption="FP32 a (b): the datasheet's a counts lanes shared with INT32 or dual-issued; "
-        "predictions price FP32 work at the dedicated lanes' b\n"
-        + sources_caption([g.source_url for g in result.gpus]),
+        "predictions price FP32 work at the dedicated lanes' b; Limit W: the power limits the "
+        "board accepts (nvidia-smi's Min-Max; the max is its default; ?: no minimum in "
+        "gpus.csv), Idle W: its draw with "
+        "no work (-: none in gpus.csv; the energy verbs then take the power model's fitted "
+        "share of the default limit)\n" + sources_caption([g.source_url for g in result.gpus]),
     )
     names = ("GPU", "FP32", "TF32", "FP16", "BF16", "FP8", "Mem GiB", "BW GB/s", "Link GB/s",
-             "PCIe", "TDP W", "SMs", "MIG", "as of")  # fmt: skip
+             "PCIe", "TDP W", "Limit W", "Idle W", "SMs", "MIG", "as of")  # fmt: skip
     add_columns(table, names, left=("GPU", "MIG"), no_wrap=("GPU",))
     for g in result.gpus:
         table.add_row(
@@ -42,6 +53,8 @@ def gpus_table(result: GpusResult) -> Table:
             fmt_cell(g.interconnect_gbps),
             str(g.pcie_generation),
             fmt_cell(g.tdp_w),
+            _limits(g.min_power_limit_w, g.max_power_limit_w),
+            fmt_cell(g.idle_power_w),
             str(g.sm_count),
             g.mig_summary,
             g.as_of.isoformat(),
