@@ -40,6 +40,18 @@ def test_gpus_table() -> None:
     assert result.exit_code == 0 and "H200" in result.stdout
 
 
+def test_gpus_table_shows_the_power_facts_the_energy_verbs_read() -> None:
+    """QA 40 E #6: the power-limit range and idle draw were only in --json."""
+    table = runner.invoke(app, ["catalog", "gpus"], terminal_width=250).stdout
+    rows = {
+        line.split("│")[1].strip(): line.split("│") for line in table.splitlines() if "│" in line
+    }
+    head = next(line.split("┃") for line in table.splitlines() if "┃ GPU" in line)
+    assert [c.strip() for c in head[12:14]] == ["Limit W", "Idle W"]
+    assert rows["A100-40GB"][12].strip() == "100-400" and rows["P4"][12].strip() == "?-75"
+    assert rows["K80"][12].strip() == rows["K80"][13].strip() == "-"  # no power facts
+
+
 def test_offers_json_filters() -> None:
     result = runner.invoke(
         app, ["catalog", "offers", "--provider", "gcp", "--gpu", "k80", "--spot", "--json"]
@@ -227,8 +239,8 @@ def test_catalog_gpus_and_catalog_mig_agree_on_which_gpus_have_mig_layouts() -> 
     # QA: A30 shown without MIG; B200 listed with 6 profiles that `catalog mig` refused
     table = runner.invoke(app, ["catalog", "gpus"], terminal_width=250).stdout
     rows = {line.split("│")[1].strip(): line for line in table.splitlines() if "│" in line}
-    assert rows["B200"].split("│")[13].strip() == "no placements"
-    assert rows["A30"].split("│")[13].strip() == "3"
+    assert rows["B200"].split("│")[15].strip() == "no placements"
+    assert rows["A30"].split("│")[15].strip() == "3"
     b200 = runner.invoke(app, ["catalog", "mig", "--gpu", "B200"])
     assert b200.exit_code == 2 and "no published MIG placements for B200" in b200.stderr
     a30 = runner.invoke(app, ["catalog", "mig", "--gpu", "A30", "--json"])

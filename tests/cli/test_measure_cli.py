@@ -233,3 +233,13 @@ def test_a_domain_check_names_the_flag_as_typed_and_a_fix(
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"error: {flag}: "), lines[0]
     assert f"; e.g. --{flag} " in lines[0], lines[0]
+
+
+def test_a_slow_minimum_is_warned_once() -> None:
+    # QA 40 E: "a step takes ... past --max-time-s" was printed live, then again under the table
+    quick = ["--device", "cpu", "--batch-size", "4", "--max-time-s", "0.001", "--min-samples", "3"]
+    result = runner.invoke(app, ["measure", "train", "mlp", *quick])
+    assert result.exit_code == 0, result.stderr
+    assert (result.stdout + result.stderr).count("past --max-time-s 0.001 s") == 1
+    data = json.loads(runner.invoke(app, ["measure", "train", "mlp", *quick, "--json"]).stdout)
+    assert any("past --max-time-s" in w for w in data["warnings"])  # kept in the result

@@ -79,6 +79,23 @@ def test_bounded_queue_drops_are_counted_and_warned(table: Path) -> None:
     assert out["throughput_rps"] < out["offered_rps"]
 
 
+def test_timeouts_on_a_busy_host_say_the_work_was_wasted(table: Path) -> None:
+    # QA 40 V #10: a timeout alone on a host carrying 300 req/s, offered 800: every admitted
+    # request shares the host past the timeout and is dropped after using it (goodput
+    # collapse); the warning said only "Add servers or instances"
+    host = ["--host-ms", "2", "--host-capacity-rps", "300", "--latency-table", str(table)]
+    argv = [*SIM, *host, "--rate", "800", "--queue-timeout-ms", "50", "--duration-s", "4"]
+    out = _json(argv)
+    assert out["throughput_rps"] < 30 and out["timeout"] > 0
+    warned = " ".join(out["warnings"])  # type: ignore[arg-type]
+    assert "The host stage was 9" in warned and "was wasted" in warned
+    assert "Shed at arrival instead with --max-queue" in warned
+    quiet = _json(
+        [*SIM, "--latency-table", str(table), "--rate", "2000", "--queue-timeout-ms", "20"]
+    )
+    assert quiet["timeout"] > 0 and "wasted" not in " ".join(quiet["warnings"])  # type: ignore[arg-type]
+
+
 def test_find_saturation_reports_the_host_capacity(table: Path) -> None:
     host = ["--host-ms", "2", "--host-capacity-rps", "300"]
     search = ["--arrivals", "constant", "--find-saturation"]
@@ -88,6 +105,10 @@ def test_find_saturation_reports_the_host_capacity(table: Path) -> None:
     assert sat["peak_throughput_rps"] == pytest.approx(300.0, rel=0.02)
     assert sat["saturation_rps"] == pytest.approx(300.0, rel=0.03)
     assert "held" in sat["criterion"] and len(sat["probes"]) >= 3
+    # QA 40 V #9: the host-path stages' busy shares carry the suffix busy_fraction has
+    (server,) = out["servers"]  # type: ignore[misc]
+    assert "stages" not in server
+    assert server["stage_busy_fractions"]["host"] == pytest.approx(100 / 300, rel=0.1)
     text = runner.invoke(app, [*SIM, "--latency-table", str(table), "--rate", "100",
                                "--host-capacity-rps", "300", "--find-saturation"])  # fmt: skip
     assert "saturation: held at" in text.stdout and "peak throughput" in text.stdout
@@ -181,6 +202,13 @@ def test_a_trace_without_arrival_times_names_every_format_simulate_serve_reads(
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert "has columns time" in line and "Azure Functions" in line and "\n" not in line
+    # the LLM verb reads the Functions counts too (lengths drawn) and now says so
+    llm = ["simulate", "serve", "--model", "llama-3-8b", "--gpu", "H100"]
+    result = runner.invoke(app, [*llm, "--arrivals", f"trace:{trace}"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "has columns time" in line and "\n" not in line
+    assert "Azure Functions per-minute count file (HashOwner," in line and "arrival_s" in line
 
 
 def test_workload_options_reach_the_profile() -> None:

@@ -145,7 +145,12 @@ def test_a_plan_window_replays_the_busiest_hour_and_says_so(tmp_path: Path) -> N
     # --duration-s keeps the first D s; no window: the whole trace; a short trace: all of it
     first = inputs.arrivals(f"trace:{trace}", None, 1800.0, seed=0, window_s=3600.0)
     assert first.times_s.size == 15 and "busiest" not in first.source
-    assert inputs.arrivals(f"trace:{trace}", None, None, seed=0).times_s.size == 180
+    whole = inputs.arrivals(f"trace:{trace}", None, None, seed=0)
+    assert whole.times_s.size == 180 and "simulate serve replays the whole trace" in busy.source
+    # QA 40 V #11: a simulation replays all of it and names the hour a plan sizes for
+    assert ", replayed whole (2.97 h, 0.0168 req/s over it; its busiest hour offers 0.0333 " in (
+        whole.source
+    )
     short = inputs.arrivals(f"trace:{trace}", None, None, seed=0, window_s=1e5)
     assert short.times_s.size == 180 and not short.cut and "busiest" not in short.source
     # the LLM requests: the same hour, with their lengths
@@ -282,6 +287,13 @@ def test_a_latency_table_says_what_it_leaves_to_extrapolation_and_what_no_device
     assert "falls from batch 2 to batch 4 (1 such step)" in w
     fine = LatencyCurve(batch_sizes=(1, 8), latency_s=(0.004, 0.012), source="measured: t.csv")
     assert latency_table_warnings(fine, 8, "latency-table") == []
+    # QA 40 V #13: beyond a falling last segment the batches are priced flat, and said so
+    falls = LatencyCurve(batch_sizes=(1, 4), latency_s=(0.01, 0.005), source="measured: t.csv")
+    beyond, _ = latency_table_warnings(falls, 16, "latency-table")
+    assert "priced flat at its last row's 5 ms (batch 4)" in beyond
+    assert "along its last segment" not in beyond and falls.latency(16) == 0.005
+    rises = latency_table_warnings(fine, 16, "latency-table")
+    assert "along its last segment (batch 1 to 8)" in rises[0]
 
 
 def test_a_gpu_without_an_offer_is_named_not_blamed_on_filters() -> None:

@@ -253,6 +253,28 @@ def test_saturation_search_finds_the_bottleneck_rate(kind: str) -> None:
     assert "held" in found.criterion and found.to_dict()["probes"]
 
 
+def test_the_peak_never_reads_above_the_slowest_stage() -> None:
+    # QA 40 V #8: a probe's window counts the completions of requests already in service at
+    # its start, so a peak read 244.3 req/s on a host carrying 244; the figures are clipped to
+    # the analytic capacity (an upper bound) and the count is kept, in words
+    dep = _deploy(host_s=0.002, host_capacity_rps=300.0)
+    cap = sim.analytic_capacity_rps(dep, "m")  # the device, below the host's 300
+
+    def at(rate: float, span: float) -> dict[str, np.ndarray]:
+        return {"m": arr.constant(rate, span)}
+
+    found = sim.find_saturation(dep, at, duration_s=30.0, start_rps=cap)
+    counted = max(p.served_rps for p in found.probes)
+    assert counted > cap  # the window's edge
+    assert found.peak_throughput_rps == cap and found.saturation_rps <= cap
+    assert found.counted_peak_rps == counted
+    assert f"{counted:.1f} counted over a probe's window" in found.edge_note
+    out = found.to_dict()
+    assert out["counted_peak_throughput_rps"] == counted
+    assert out["served_rps_at_saturation"] <= cap  # type: ignore[operator]
+    assert found.within(counted) is found and found.within(counted).edge_note
+
+
 def test_host_calibration_recovers_a_known_host_path() -> None:
     truth = _deploy(host_s=0.008, host_capacity_rps=260.0)
     points = []

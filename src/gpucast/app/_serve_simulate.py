@@ -385,7 +385,7 @@ def _overload_warnings(
         out.append(
             f"{counts['dropped']} of {counts['requests']} requests were rejected "
             f"({counts.get('queue_full', 0)} queue full, {counts.get('timeout', 0)} timed out): "
-            "the servers shed load. Add servers or instances."
+            "the servers shed load. " + _wasted_work(result, counts.get("timeout", 0), served)
         )
     if clients is not None:
         return out + _closed_loop_saturation(result, clients, served)
@@ -412,6 +412,23 @@ def _overload_warnings(
                 + ("see the saturation found below." if searched else "see --find-saturation.")
             )
     return out
+
+
+def _wasted_work(result: ServingResult, timed_out: int, served: float) -> str:
+    """The advice after shed load: where the timed-out requests held a busy host-path stage
+    first (the timeout runs from arrival; a stage working on a request finishes it), their work
+    there was wasted and the served rate collapses, so the fix is shedding at arrival, which
+    uses nothing (QA 40 V #10)."""
+    stages = [(v, k) for s in result.servers for k, v in s.stages.items()]
+    busy, stage = max(stages, default=(0.0, ""))
+    if not timed_out or busy < BURST_BUSY_FRACTION:
+        return "Add servers or instances."
+    return (
+        f"The {stage} stage was {busy:.0%} busy while {served:.1f} req/s were served: the "
+        "timeout runs from arrival, so requests it worked on then timed out and its work on "
+        "them was wasted. Shed at arrival instead with --max-queue (a smaller one if set; a "
+        "request rejected there uses nothing), or add servers or instances."
+    )
 
 
 def _closed_loop_saturation(result: ServingResult, clients: int, served: float) -> list[str]:

@@ -23,11 +23,12 @@ def print_saturation(sat: Saturation, *, probes: bool = False) -> None:
     held = (
         "no rate tried held"
         if top is None
-        else f"held at {top.offered_rps:.1f} req/s offered, {top.served_rps:.1f} served"
+        else f"held at {top.offered_rps:.1f} req/s offered, "
+        f"{min(top.served_rps, sat.peak_throughput_rps):.1f} served"
     )
     console.print(
-        f"  saturation: {held}; peak throughput {sat.peak_throughput_rps:.1f} req/s served "
-        f"({len(sat.probes)} rates tried)",
+        f"  saturation: {held}; peak throughput {sat.peak_throughput_rps:.1f} req/s served"
+        f"{sat.edge_note} ({len(sat.probes)} rates tried)",
         highlight=False,
     )
     if probes and top is not None and top.tokens_per_s is not None:

@@ -16,95 +16,19 @@ from gpucast.app.catalog import (
     CatalogOffersRequest,
     CatalogSpotRequest,
     CatalogSystemsRequest,
-    GpusResult,
     ImportSkypilotRequest,
-    MigResult,
-    OffersResult,
 )
+from gpucast.cli._catalog_tables import fmt_cell, gpus_table, mig_table, offers_table
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
 from gpucast.domain.units import count_of, format_amount
-from gpucast.report.captions import add_columns, sources_caption
+from gpucast.report.captions import add_columns
 
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     help="GPU specs, MIG layouts and cloud offers with prices.",
 )
-
-
-def _fmt(value: float | None, spec: str = "g") -> str:
-    return "-" if value is None else format(value, spec)
-
-
-def gpus_table(result: GpusResult) -> Table:
-    table = Table(
-        title="GPU specs (dense peak TFLOP/s)",
-        caption="FP32 a (b): the datasheet's a counts lanes shared with INT32 or dual-issued; "
-        "predictions price FP32 work at the dedicated lanes' b\n"
-        + sources_caption([g.source_url for g in result.gpus]),
-    )
-    names = ("GPU", "FP32", "TF32", "FP16", "BF16", "FP8", "Mem GiB", "BW GB/s", "Link GB/s",
-             "PCIe", "TDP W", "SMs", "MIG", "as of")  # fmt: skip
-    add_columns(table, names, left=("GPU", "MIG"), no_wrap=("GPU",))
-    for g in result.gpus:
-        table.add_row(
-            g.name,
-            _fmt(g.fp32_tflops)
-            + ("" if g.fp32_dedicated_tflops is None else f" ({g.fp32_dedicated_tflops:g})"),
-            _fmt(g.tf32_tflops),
-            _fmt(g.fp16_tflops),
-            _fmt(g.bf16_tflops),
-            _fmt(g.fp8_tflops),
-            _fmt(g.memory_gib),
-            _fmt(g.memory_bandwidth_gbps),
-            _fmt(g.interconnect_gbps),
-            str(g.pcie_generation),
-            _fmt(g.tdp_w),
-            str(g.sm_count),
-            g.mig_summary,
-            g.as_of.isoformat(),
-        )
-    return table
-
-
-def offers_table(result: OffersResult) -> Table:
-    found = result.offers
-    table = Table(title=f"{len(found)} offers (prices USD/h; snapshot {result.snapshot_date})")
-    names = ("provider", "region", "instance type", "GPU", "#", "vCPU", "mem GiB", "net Gbit/s",
-             "on-demand", "spot", "as of")  # fmt: skip
-    add_columns(
-        table,
-        names,
-        left=("provider", "region", "instance type", "GPU", "as of"),
-        no_wrap=("instance type", "GPU", "region"),
-    )
-    for o in found:
-        table.add_row(
-            o.provider,
-            o.region,
-            o.instance_type,
-            o.gpu or "-",
-            str(o.gpus),
-            str(o.vcpus),
-            _fmt(o.memory_gib),
-            _fmt(o.network_gbps),
-            f"{o.on_demand_usd_per_hour:.4f}",
-            _fmt(o.spot_usd_per_hour, ".4f"),
-            o.as_of.isoformat() + (" (estimated)" if o.price_estimated else ""),
-        )
-    # an estimated row's source_url is the price page its price was not read from (F2)
-    read = [o.source_url for o in found if not o.price_estimated]
-    notes = [sources_caption(read)] if read else []
-    guessed = sum(o.price_estimated for o in found)
-    if guessed:
-        notes.append(
-            f"(estimated): {guessed} rows' prices not read from any source (their source_url "
-            "is the vendor's price page to check them on) -- refresh them with "
-            "`gpucast catalog import-skypilot`"
-        )
-    table.caption = "\n".join(notes) or None
-    return table
 
 
 @app.command("gpus")
@@ -168,9 +92,9 @@ def systems(
             n.gpu,
             str(n.gpus_per_node),
             n.intra_node,
-            _fmt(n.intra_node_gbps),
+            fmt_cell(n.intra_node_gbps),
             (n.network or "-") + (" (RDMA)" if n.rdma else ""),
-            _fmt(n.inter_node_gbps),
+            fmt_cell(n.inter_node_gbps),
             n.as_of.isoformat(),
         )
     table.caption = (
@@ -241,28 +165,6 @@ def import_skypilot_cmd(
     if len(skipped) > 10:
         console.print(f"  ... and {len(skipped) - 10} more (use --json for all)")
     print_warnings(result.warnings)
-
-
-def mig_table(result: MigResult) -> Table:
-    table = Table(title=f"MIG profiles of {result.gpu} (shares of the whole GPU)")
-    names = ("profile", "compute", "memory", "GiB", "SMs", "max", "starts", "SM %", "BW %",
-             "US$/h")  # fmt: skip
-    add_columns(table, names, left=("profile", "starts"))
-    compute, memory = result.slices
-    for p in result.profiles:
-        table.add_row(
-            p.name,
-            f"{p.compute_slices}/{compute}",
-            "-" if p.memory_slices is None else f"{p.memory_slices}/{memory}",
-            _fmt(p.memory_gib),
-            "-" if p.sm_count is None else str(p.sm_count),
-            str(p.max_instances),
-            ",".join(str(s) for s in p.placements),
-            f"{100 * p.compute_share:.1f}",
-            f"{100 * p.bandwidth_share:.1f}",
-            _fmt(p.price_usd_per_hour, ".4f"),
-        )
-    return table
 
 
 @app.command("mig")

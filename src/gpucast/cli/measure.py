@@ -21,7 +21,7 @@ from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_consol
 from gpucast.domain.units import count_of, format_sig, percent_text
 
 if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only here
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Set
 
     from gpucast.domain.distributed import DistributedMeasurement
     from gpucast.domain.measurement import Measurement
@@ -114,8 +114,8 @@ def measurement_table(m: Measurement, *, title: str | None = None, prefix: str =
     return table
 
 
-def print_warnings(m: Measurement | DistributedMeasurement) -> None:
-    for warning in m.warnings:
+def print_warnings(m: Measurement | DistributedMeasurement, shown: Set[str] = frozenset()) -> None:
+    for warning in (w for w in m.warnings if w not in shown):  # shown: printed live already
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
 
 
@@ -170,9 +170,10 @@ def distributed_table(d: DistributedMeasurement) -> Table:
 
 
 @contextlib.contextmanager
-def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
+def progress_line(what: str, shown: set[str] | None = None) -> Iterator[Callable[[Progress], None]]:
     """A transient progress line on stderr; yields the ``on_progress`` callback to feed it.
-    Off a terminal (a log, CI) ``working``'s plain periodic lines carry the latest state."""
+    Off a terminal (a log, CI) ``working``'s plain periodic lines carry the latest state. A
+    run's note is printed as it comes and added to ``shown``, which the result leaves out."""
     from rich.progress import Progress as RichProgress
     from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -181,6 +182,7 @@ def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
     def remember(p: Progress) -> None:
         if p.note is not None:  # now, not only under the table minutes later
             err_console.print(f"[yellow]warning: {escape(p.note)}[/yellow]", highlight=False)
+            (shown if shown is not None else set()).add(p.note)  # QA 40 E: printed twice
         ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
         latest[0] = (
             f"{what}: warming up ({p.n_warmup} steps)"
@@ -203,7 +205,7 @@ def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
         yield show
 
 
-def render(result: MeasureResult, *, as_json: bool) -> None:
+def render(result: MeasureResult, *, as_json: bool, shown: Set[str] = frozenset()) -> None:
     """Print a measure verb's result: JSON, or the table, its warnings and where it was saved."""
     from gpucast.cli._common import say_new_store
     from gpucast.domain.measurement import Measurement
@@ -250,7 +252,7 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
     for what, note in (("precision", result.precision_note), ("options", result.options_note)):
         if note is not None:
             err_console.print(f"{what}: {escape(note)}", highlight=False)
-    print_warnings(m)
+    print_warnings(m, shown)
     if result.run_id is not None:
         err_console.print(
             f"saved as run {result.run_id} in {escape(str(result.db))}", highlight=False
@@ -272,13 +274,14 @@ def train(
     from gpucast.app import measure_train
 
     config = request.distributed_config()
+    shown: set[str] = set()  # notes printed live, left out of the result's warnings
     if config is not None:
         with working(f"{config.label} {escape(request.workload)}: {config.world_size} processes"):
             result = measure_train(request, db=state(ctx).db_path)
     else:
-        with progress_line(f"train {request.workload}") as show:
+        with progress_line(f"train {request.workload}", shown) as show:
             result = measure_train(request, db=state(ctx).db_path, on_progress=show)
-    render(result, as_json=as_json)
+    render(result, as_json=as_json, shown=shown)
 
 
 @app.command("infer")
@@ -291,6 +294,7 @@ def infer(
     """Time inference steps (forward pass, no gradients) of WORKLOAD."""
     from gpucast.app import measure_infer
 
-    with progress_line(f"infer {request.workload}") as show:
+    shown: set[str] = set()
+    with progress_line(f"infer {request.workload}", shown) as show:
         result = measure_infer(request, db=state(ctx).db_path, on_progress=show)
-    render(result, as_json=as_json)
+    render(result, as_json=as_json, shown=shown)

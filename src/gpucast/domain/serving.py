@@ -73,7 +73,7 @@ class LatencyCurve:
     """Seconds to run one batch, by batch size, on one device used by this instance alone.
 
     ``batch_sizes`` are strictly increasing; between them the latency is interpolated
-    linearly and beyond them extrapolated with the last segment's slope (a single point
+    linearly and beyond them along the last segment's slope (flat if it falls; a single point
     extrapolates proportionally). ``host_s`` is the part of every batch's time spent off the
     device (host-side dispatch, framework and copy overheads): batches running at the same
     time on one device overlap it, while the rest of a batch's time, its device work, is

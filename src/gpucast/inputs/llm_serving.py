@@ -229,7 +229,11 @@ def _replay(
     """A trace's arrivals and lengths: its own token counts, or lengths drawn for every
     request (the last item says which: True, drawn). The lengths are not yet fitted to the
     context window: that counts the requests replayed (:func:`_clip`, :func:`_trace_tokens`)."""
-    from gpucast.inputs.serving import read_trace_arrivals, skipped_rows_warning
+    from gpucast.inputs.serving import (
+        FUNCTIONS_TRACE_FORMAT,
+        read_trace_arrivals,
+        skipped_rows_warning,
+    )
     from gpucast.store.datasets.azure_traces import read_arrival_trace
     from gpucast.store.files import not_utf8, open_input_text
 
@@ -245,7 +249,13 @@ def _replay(
         notes += trace.warnings
         inp, out = input_len.draw(rng, times.size), output_len.draw(rng, times.size)
         return times, inp, out, trace.source, notes, True
-    parsed = read_arrival_trace(path)
+    # the fix names the Functions counts read above too (QA 40 V "Open": LLM traces)
+    formats = (
+        "give an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens), a CSV with an "
+        f"arrival_s column (and prompt_tokens,output_tokens) or {FUNCTIONS_TRACE_FORMAT} "
+        "(lengths drawn)"
+    )
+    parsed = read_arrival_trace(path, formats=formats)
     frame = parsed.frame
     if parsed.skipped:
         notes.append(skipped_rows_warning(path, parsed.skipped))

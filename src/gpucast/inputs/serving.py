@@ -447,11 +447,15 @@ def latency_table_warnings(curve: LatencyCurve, largest_batch: int, flag: str) -
     sizes, lat = curve.batch_sizes, curve.latency_s
     out = []
     if largest_batch > sizes[-1]:
-        how = (
-            f"in proportion to the batch from its one row (batch {sizes[0]})"
-            if len(sizes) == 1
-            else f"along its last segment (batch {sizes[-2]} to {sizes[-1]})"
-        )
+        if len(sizes) == 1:
+            how = f"in proportion to the batch from its one row (batch {sizes[0]})"
+        elif lat[-1] < lat[-2]:  # QA 40 V #13: a falling last segment is not followed down
+            how = (
+                f"flat at its last row's {lat[-1] * 1e3:.3g} ms (batch {sizes[-1]}): its last "
+                f"segment (batch {sizes[-2]} to {sizes[-1]}) falls, and is not extended"
+            )
+        else:
+            how = f"along its last segment (batch {sizes[-2]} to {sizes[-1]})"
         out.append(
             f"{flag}: batches up to {largest_batch} are served but the table stops at "
             f"{sizes[-1]}: larger ones are priced {how}; measure them "
@@ -648,10 +652,13 @@ def pcie_gbps(gpu: GpuSpec) -> Sourced[float]:
     return Sourced(gbps, f"{gbps:g} GB/s (PCIe {gpu.pcie_generation}.0 x16, {gpu.name})")
 
 
+#: The Azure Functions trace as the refusals of an unreadable trace name it
+FUNCTIONS_TRACE_FORMAT = (
+    "an Azure Functions per-minute count file (HashOwner,HashApp,HashFunction,Trigger,1,...,1440)"
+)
 #: What ``--arrivals trace:FILE`` reads, in the refusal of a file it cannot (QA 40 V #7)
 SERVING_TRACE_FORMATS = (
-    "give a CSV with an arrival_s column, an Azure Functions per-minute count file "
-    "(HashOwner,HashApp,HashFunction,Trigger,1,...,1440) or an Azure LLM trace "
+    f"give a CSV with an arrival_s column, {FUNCTIONS_TRACE_FORMAT} or an Azure LLM trace "
     "(TIMESTAMP,ContextTokens,GeneratedTokens)"
 )
 
@@ -916,10 +923,30 @@ def busiest_part(times_s: FloatArray, window_s: float) -> tuple[slice, str]:
         f", its busiest {what} ({format_duration(float(times_s[lo] - times_s[0]))} in: "
         f"{hi - lo:,} of {n:,} requests, {(hi - lo) / window_s:.3g} req/s offered, "
         f"{mean:.3g} over the whole trace), starting from idle servers: a plan sizes for the "
-        "peak, where the SLO is hardest to meet (--duration-s D replays the trace's first D s "
-        "instead)"
+        "peak, where the SLO is hardest to meet (simulate serve replays the whole trace; "
+        "--duration-s D replays the trace's first D s instead)"
     )
     return slice(lo, hi), text
+
+
+def _whole_trace_note(times_s: FloatArray) -> str:
+    """What the arrivals' source adds where a simulation replays all of a trace longer than
+    the window a plan replays: the plan's busiest hour, so the two verbs agree in words
+    (QA 40 V #11); "" for a trace no longer than it."""
+    from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
+    from gpucast.domain.units import format_duration
+    from gpucast.simulate import arrivals as gen
+
+    lo, hi = gen.busiest_window(times_s, PLAN_TRACE_WINDOW_S)
+    n = times_s.size
+    if hi - lo == n:
+        return ""
+    span = float(times_s[-1] - times_s[0])
+    return (
+        f", replayed whole ({format_duration(span)}, {(n - 1) / span:.3g} req/s over it; "
+        f"its busiest hour offers {(hi - lo) / PLAN_TRACE_WINDOW_S:.3g} req/s, what plan serve "
+        "and plan llm-serve size for; --duration-s D replays the trace's first D s instead)"
+    )
 
 
 def _generated(kind: str, rate_rps: float, duration_s: float, seed: int) -> tuple[FloatArray, str]:
@@ -996,6 +1023,8 @@ def arrivals(
                 trace, times_s=times, source=source, duration_s=window_s, cut=True
             )
     span = float(times[-1]) if duration_s is None else min(duration_s, own)
+    if duration_s is None and window_s is None:
+        source += _whole_trace_note(times)
     if times.size < n:  # what is simulated: the requests kept and the rate they offer
         source += (
             f", first {duration_s:g} s ({times.size} of {n} requests, "

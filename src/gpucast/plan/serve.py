@@ -630,7 +630,7 @@ def plan_serving(
         notes["saturation"] = (
             f"recommended deployment holds {sat.saturation_rps:.1f} req/s (the lesser of "
             "offered and served at the highest rate held; the same traffic time-scaled; "
-            f"{sat.criterion}); peak throughput {peak:.1f} req/s served"
+            f"{sat.criterion}); peak throughput {peak:.1f} req/s served{sat.edge_note}"
         )
     if planner.cut_by_cap:
         notes["search"] = (
