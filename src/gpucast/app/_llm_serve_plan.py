@@ -93,7 +93,7 @@ def planned_llm_serve(request: PlanLlmServeRequest) -> PlanLlmServeResult:
         if not request.gpus:
             raise
         # every GPU asked for is without an offer: each with why, as when some others are
-        why = inputs.unoffered_gpus(
+        why = unoffered_gpus(
             request.gpus, set(), model=name, providers=request.providers,
             regions=request.regions, spot=request.spot,
         )  # fmt: skip
