@@ -14,15 +14,14 @@ from scipy.linalg import expm
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.preemption import HazardSpec, InstanceLifetime, node_count_trace
-from gpucast.predict.bursty import (  # the scans are private; tested here for their edges
+from gpucast.predict._bursty_scans import _prefix, _suffix  # private; tested for their edges
+from gpucast.predict.bursty import (
     CapacityGaps,
     MarkovModulatedLifetime,
     MMPPModel,
     MMPPPath,
     PiecewiseHazardLifetime,
     PiecewiseHazardModel,
-    _prefix,
-    _suffix,
     fit_lifetimes,
     fit_mmpp,
     fit_mmpp_events,

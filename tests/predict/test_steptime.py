@@ -505,7 +505,7 @@ def test_a_stack_measured_at_one_batch_has_its_per_step_cost_drawn_to_the_refere
     assert errors["prior"].max() < 0.12
     assert errors["prior"].mean() < 0.75 * errors["free"].mean()
     # the reference stack, measured at several batches, has no such prior
-    from gpucast.predict.steptime import _single_batch_stacks
+    from gpucast.predict._steptime_columns import _single_batch_stacks
 
     assert _single_batch_stacks(frame) == {"tf1"}
     assert StepTimeModel.from_dict(with_prior.to_dict()).step_prior_sd == 0.5
@@ -594,7 +594,8 @@ def test_sources_left_out_side_by_side_give_the_same_rows() -> None:
 
 @pytest.mark.parametrize("kind", ["fp32 and bf16", "convolutions on tensor cores", "FP32 path"])
 def test_the_fit_s_jacobian_is_the_derivative_of_its_prediction(kind: str) -> None:
-    from gpucast.predict.steptime import _Arrays, _extra, _Layout
+    from gpucast.predict._steptime_columns import _extra
+    from gpucast.predict._steptime_design import _Arrays, _Layout
 
     frame = {
         "fp32 and bf16": lambda: synthetic_steps(noise=0.05),
