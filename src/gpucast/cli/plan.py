@@ -47,11 +47,12 @@ def _csv_option(rows: str) -> Any:
 def _check_outputs(outputs: dict[str, Path | None], inputs: list[Path | None]) -> None:
     """Before planning: each of ``--report --save --csv`` a file that may be written, and
     none an input file (each error names its option)."""
+    from gpucast.app.reports import html_out
     from gpucast.store.files import output_file, refuse_overwriting_inputs
 
     for flag, path in outputs.items():
         if path is not None:
-            output_file(path, flag)
+            output_file(html_out(path, flag) if flag == "report" else path, flag)
             refuse_overwriting_inputs(path, inputs, field=flag)
 
 

@@ -93,8 +93,13 @@ def plan_command(
 def check_plan_outputs(
     report: Path | None, save: Path | None, inputs: Iterable[Path | None]
 ) -> None:
-    """``--report`` / ``--save`` may not overwrite an input file (checked before planning)."""
+    """``--report`` (an HTML name) / ``--save`` may not overwrite an input file (checked
+    before planning)."""
+    from gpucast.app.reports import html_out
     from gpucast.store.files import refuse_overwriting_inputs
+
+    if report is not None:
+        html_out(report, "report")
 
     for path, flag in ((report, "report"), (save, "save")):
         refuse_overwriting_inputs(path, list(inputs), field=flag)
