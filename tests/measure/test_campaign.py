@@ -127,6 +127,12 @@ def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
         ("workloads: [mlp]\nbatch_sizes: [4]\nrepeats:\n", 3, r"'repeats'.*has no value; give"),
         ("name:\nworkloads: [mlp]\nbatch_sizes: [4]\n", 1, r"'name'.*has no value"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n", 3, r"'settings'.*got no value"),
+        # QA 40 C6: name "" said the constraint without what it got, nor a fix
+        (
+            'name: ""\nworkloads: [mlp]\nbatch_sizes: [4]\n',
+            1,
+            r"'name'.*'\.', '_' or '-' \(got ''\); e\.g\. name: p100-scaling",
+        ),
         (
             "workloads: [mlp]\nbatch_sizes: [4]\nsettings: {steps: }\n",
             3,

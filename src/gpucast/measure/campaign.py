@@ -61,6 +61,7 @@ from gpucast.domain.errors import (
     GpucastError,
     InvalidInputError,
     InvalidSpecError,
+    as_typed,
 )
 from gpucast.domain.options import lower_list
 from gpucast.domain.units import count_of
@@ -204,7 +205,11 @@ def load_sweep(
         fields["name"] = path.stem
     if not _NAME.match(fields["name"]):
         node = nodes["name"][1] if "name" in nodes else None
-        raise _bad(path, node, "name", "must be letters, digits, '.', '_' or '-'")
+        raise _bad(  # "got" as every other key's error says it (QA 40 C6: name: "")
+            path, node, "name",
+            f"must be letters, digits, '.', '_' or '-' (got {as_typed(fields['name'])})",
+            fix="e.g. name: p100-scaling" if node is not None else "add e.g. name: p100-scaling",
+        )  # fmt: skip
     if "repeats" in nodes:
         fields["repeats"] = _scalar(path, "repeats", nodes["repeats"][1])
     if "settings" in nodes:
