@@ -149,6 +149,7 @@ def load_sweep(
     *,
     check_workload: Callable[[str], None] = _build_workload,
     check_device: Callable[[str], None] | None = None,
+    check_nprocs: Callable[[int], None] | None = None,
 ) -> Sweep:
     """Parse and check a sweep YAML file; every error names the file, line and key.
 
@@ -156,7 +157,9 @@ def load_sweep(
     that is no workload; by default it builds the workload (torch), which a driver that only
     starts the points' processes can avoid by checking names (``gpucast.app`` does).
     ``check_device`` (when given) raises an :class:`InvalidInputError` for a device the points
-    will not find (``cuda`` on a machine without one).
+    will not find (``cuda`` on a machine without one); ``check_nprocs`` (when given) one for
+    a distributed point's process count this host cannot hold (QA 40 C11: it failed each such
+    point at run time, the sweep midway).
     """
     import yaml
 
@@ -246,6 +249,13 @@ def load_sweep(
         if exc.field.startswith("settings.") and "settings" in nodes:
             node = _setting_node(nodes["settings"][1], exc.field.split(".", 1)[1]) or node
         raise _bad(path, node, exc.field, exc.detail, fix=exc.fix) from None
+    if check_nprocs is not None and set(sweep.strategies) - {"single"}:
+        items = _items(nodes["nprocs"][1]) if "nprocs" in nodes else [root] * len(sweep.nprocs)
+        for item, nproc in zip(items, sweep.nprocs, strict=True):
+            try:
+                check_nprocs(nproc)
+            except InvalidSpecError as exc:
+                raise _bad(path, item, "nprocs", exc.detail, fix=exc.fix) from None
     if not sweep.points():
         raise _bad(
             path,
