@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpucast.app.reports import ReportRequest, html_out, write_plan_report
+from gpucast.app.reports import ReportRequest, html_out, write_plan_report, write_report
 from gpucast.cli.app import app
 from gpucast.domain.errors import InvalidSpecError
 
@@ -46,7 +46,9 @@ def test_html_names_and_no_suffix_pass(tmp_path: Path, name: str) -> None:
 
 
 def test_the_api_refuses_it_too(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
     with pytest.raises(InvalidSpecError, match=r"^out: a \.csv file"):
-        ReportRequest(runs=True, out=tmp_path / "r.csv")
+        write_report(ReportRequest(runs=True, out=tmp_path / "r.csv"), db=db)
+    assert not db.exists()
     with pytest.raises(InvalidSpecError, match=r"^output: a \.json file"):
         write_plan_report(object(), tmp_path / "r.json")  # type: ignore[arg-type]

@@ -263,8 +263,6 @@ class ReportRequest:
             )
         if isinstance(self.limit, bool) or self.limit < 1:
             raise InvalidSpecError("limit", "must be >= 1", got=self.limit, fix="e.g. --limit 200")
-        if self.out is not None:
-            html_out(self.out, _OUT)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -292,6 +290,8 @@ def write_report(
 
     request = resolve(ReportRequest, request, options)
     if request.plan is not None:
+        if request.out is not None:
+            html_out(request.out, _OUT)
         data = _saved_json(Path(request.plan))
         if data.get("kind") in _PARTS:
             _check_saved(Path(request.plan), data)
@@ -315,6 +315,8 @@ def write_report(
 
     store = Path(db) if db is not None else default_db_path()
     refuse_overwriting_inputs(request.out, [store], field=_OUT)  # the store it reports
+    if request.out is not None:
+        html_out(request.out, _OUT)
     if no_store_yet(store):  # an empty file too: a report writes nothing into it
         raise InvalidSpecError(
             "db",

@@ -52,8 +52,10 @@ def _check_outputs(outputs: dict[str, Path | None], inputs: list[Path | None]) -
 
     for flag, path in outputs.items():
         if path is not None:
-            output_file(html_out(path, flag) if flag == "report" else path, flag)
+            output_file(path, flag)
             refuse_overwriting_inputs(path, inputs, field=flag)
+            if flag == "report":
+                html_out(path, flag)
 
 
 def _write_outputs(plan: Any, outputs: dict[str, Path | None]) -> None:

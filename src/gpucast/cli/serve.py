@@ -98,11 +98,10 @@ def check_plan_outputs(
     from gpucast.app.reports import html_out
     from gpucast.store.files import refuse_overwriting_inputs
 
-    if report is not None:
-        html_out(report, "report")
-
     for path, flag in ((report, "report"), (save, "save")):
         refuse_overwriting_inputs(path, list(inputs), field=flag)
+    if report is not None:
+        html_out(report, "report")
 
 
 def trace_of(arrivals: str | None) -> Path | None:
