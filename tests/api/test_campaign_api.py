@@ -165,3 +165,26 @@ def test_a_cuda_sweep_without_cuda_fails_before_anything_runs(
     assert "devices: [cpu]" in str(info.value) and not db.exists()
     status = gpucast.campaign_status(sweep_file=path, db=db)  # status does not need the GPU
     assert status.status == "not started" and status.total == 2
+
+
+def test_more_ranks_than_the_host_holds_fail_the_sweep_before_any_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA 40 C11: the ranks-per-host bound (C10) ran at each point, so a sweep measured its
+    small points and failed the big one midway; with the local backend it is checked at load.
+    The per-point check stays (measure_distributed), and status does not need it."""
+    from gpucast.measure.distributed import launcher
+
+    monkeypatch.setattr(launcher, "host_memory_bytes", lambda: 8 * 2**30)  # 24 ranks fit
+    db = tmp_path / "c.db"
+    path = sweep(tmp_path, f"workloads: [mlp]\nbatch_sizes: [2]\nstrategies: [single, ddp]\n"
+                           f"nprocs: [2, 1000]\n{FAST}")  # fmt: skip
+    with pytest.raises(DataFormatError) as info:
+        gpucast.campaign_run(sweep_file=path, db=db)
+    text = str(info.value)
+    assert text.startswith(f"{path}, line 5, key 'nprocs': 1,000 processes on this node"), text
+    assert text.endswith("; lower nprocs (at most 24 fit)") and "\n" not in text
+    assert info.value.exit_code == 2 and not db.exists()
+    assert gpucast.campaign_status(sweep_file=path, db=db).total == 3
+    single = sweep(tmp_path, f"workloads: [mlp]\nbatch_sizes: [2]\nnprocs: [1000]\n{FAST}")
+    assert gpucast.campaign_run(sweep_file=single, db=db).progress.done == 1  # no rank: no bound

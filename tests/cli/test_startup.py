@@ -51,13 +51,16 @@ def test_a_campaign_driver_and_its_ray_tasks_load_no_torch(tmp_path: Path) -> No
     assert "mlp" in builtin_workloads()
     sweep = tmp_path / "s.yaml"
     sweep.write_text(
-        "workloads: [mlp]\nbatch_sizes: [1]\ndevices: [cpu, auto]\nsettings: {max_time_s: 0.2}\n"
+        "workloads: [mlp]\nbatch_sizes: [1]\ndevices: [cpu, auto]\nstrategies: [single, ddp]\n"
+        "settings: {max_time_s: 0.2}\n"
     )
-    statement = (  # the device check (session 38) imports torch for a cuda device only
+    statement = (  # the device check (session 38) imports torch for a cuda device only; the
+        # ranks-per-host bound (QA 40 C11) reads the host's memory without it
         "import gpucast.measure.campaign, gpucast.measure.campaign_ray\n"
-        "from gpucast.app.campaign import _check_device, _check_workload\n"
+        "from gpucast.app.campaign import _check_device, _check_nprocs, _check_workload\n"
         "from gpucast.measure.campaign import load_sweep\n"
-        f"load_sweep({str(sweep)!r}, check_workload=_check_workload, check_device=_check_device)"
+        f"load_sweep({str(sweep)!r}, check_workload=_check_workload, check_device=_check_device,"
+        " check_nprocs=_check_nprocs)"
     )
     assert "torch" not in _loaded_after(statement)
 

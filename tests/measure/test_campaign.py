@@ -46,6 +46,14 @@ def test_sweep_expands_axes_and_repeats(tmp_path: Path) -> None:
     assert all(p.nproc == 1 for p in points if p.strategy == "single")
 
 
+def test_one_process_and_no_gpu_pass_where_they_mean_something(tmp_path: Path) -> None:
+    """Only a ddp/fsdp point needs 2+ processes, only a CUDA point a GPU (QA 40 C7)."""
+    single = write(tmp_path, "workloads: [mlp]\nbatch_sizes: [4]\nnprocs: [1]\n", "a.yaml")
+    assert [p.nproc for p in load_sweep(single).points()] == [1]
+    cpu = "workloads: [mlp]\nbatch_sizes: [4]\ndevices: [cpu]\nsettings: {gpus_per_point: 0}\n"
+    assert load_sweep(write(tmp_path, cpu, "b.yaml")).settings.gpus_per_point == 0
+
+
 def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
     from gpucast.app.campaign import _check_workload
 
@@ -127,6 +135,30 @@ def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
         ("workloads: [mlp]\nbatch_sizes: [4]\nrepeats:\n", 3, r"'repeats'.*has no value; give"),
         ("name:\nworkloads: [mlp]\nbatch_sizes: [4]\n", 1, r"'name'.*has no value"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n", 3, r"'settings'.*got no value"),
+        # QA 40 C7: a 1-process ddp/fsdp point (measure train --nproc 1: exit 2) and a CUDA
+        # point Ray reserves no GPU for were accepted
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\nstrategies: [single, ddp]\nnprocs: [1, 2]\n",
+            4,
+            r"'nprocs'.*ddp needs at least 2 processes.*\(got 1\); e\.g\. nprocs: \[2, 4\]",
+        ),
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\nstrategies: [fsdp]\nnprocs: 1\n",
+            4,
+            r"'nprocs'.*fsdp needs at least 2",
+        ),
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\ndevices: [cuda]\n"
+            "settings: {steps: 3, gpus_per_point: 0}\n",
+            4,
+            r"'settings.gpus_per_point'.*> 0 with device cuda.*; drop it",
+        ),
+        # QA 40 C6: name "" said the constraint without what it got, nor a fix
+        (
+            'name: ""\nworkloads: [mlp]\nbatch_sizes: [4]\n',
+            1,
+            r"'name'.*'\.', '_' or '-' \(got ''\); e\.g\. name: p100-scaling",
+        ),
         (
             "workloads: [mlp]\nbatch_sizes: [4]\nsettings: {steps: }\n",
             3,

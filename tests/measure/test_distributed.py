@@ -157,19 +157,18 @@ def test_more_ranks_than_the_host_holds_are_refused_before_launching(
 ) -> None:
     """QA 40 C10: --nproc 1000 on a 23.5 GiB host launched ranks for 10 minutes until the OOM
     killer stepped in. Each rank is a process with torch loaded; the host's memory bounds them."""
-    from gpucast.measure import devices
     from gpucast.measure.distributed import launcher
 
     def no_launch(*args: object, **kwargs: object) -> None:
         raise AssertionError("a rank was launched")
 
     monkeypatch.setattr(launcher, "popen_tied", no_launch)
-    monkeypatch.setattr(devices, "device_memory_bytes", lambda device: 8 * 2**30)
+    monkeypatch.setattr(launcher, "host_memory_bytes", lambda: 8 * 2**30)
     with pytest.raises(InvalidSpecError, match=r"^nproc: 1,000 processes on this node") as e:
         measure_distributed("mlp", strategy="ddp", nproc=1000, **FAST)
     assert e.value.exit_code == 2 and "\n" not in str(e.value)
     assert e.value.fix == "lower --nproc (at most 24 fit)"  # 8 GiB / 333 MiB a rank
-    launcher._check_ranks_fit(24)
+    launcher.check_ranks_fit(24)
 
 
 @pytest.mark.gpu

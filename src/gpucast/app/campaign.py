@@ -61,6 +61,14 @@ def _check_device(device: str) -> None:
         ) from None
 
 
+def _check_nprocs(nproc: int) -> None:
+    """A distributed point's ranks, all on this host with the local backend: refused before
+    the sweep starts when its memory cannot hold them (each point checks again as it runs)."""
+    from gpucast.measure.distributed.launcher import check_ranks_fit
+
+    check_ranks_fit(nproc, flag="nprocs")
+
+
 @documented
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignRunRequest:
@@ -244,10 +252,12 @@ def campaign_run(
     from gpucast.measure.campaign import PointRunner, load_sweep, run_campaign
 
     request = resolve(CampaignRunRequest, request, options)
-    sweep = load_sweep(  # every check first; a local run's CUDA devices on this machine
+    local = request.backend == "local"
+    sweep = load_sweep(  # every check first; a local run's CUDA devices and ranks on this host
         request.sweep_file,
         check_workload=_check_workload,
-        check_device=_check_device if request.backend == "local" else None,
+        check_device=_check_device if local else None,
+        check_nprocs=_check_nprocs if local else None,
     )
     runner: PointRunner | None = None
     if request.backend == "ray":

@@ -598,6 +598,13 @@ def _single(
 
     threads_before = torch.get_num_threads()
     store = Store(db_path).open() if request.save else None  # a bad db fails before measuring
+    latest: list[Progress] = []  # the last state shown, restated as saving (QA 40 C3)
+
+    def tracked(p: Progress) -> None:
+        latest[:] = [p]
+        if on_progress is not None:
+            on_progress(p)
+
     try:
         if request.threads is not None:
             torch.set_num_threads(request.threads)
@@ -612,7 +619,7 @@ def _single(
             max_time_s=request.max_time_s,
             min_samples=request.min_samples,
             workload=chosen,
-            on_progress=on_progress,
+            on_progress=tracked,
             noise_scale=isinstance(request, MeasureTrainRequest) and request.noise_scale,
             noise_micro_batches=request.noise_micro_batches
             if isinstance(request, MeasureTrainRequest)
@@ -621,6 +628,8 @@ def _single(
         if request.timer == "cpu":
             note = cpu_timer_note(threads)
             result = dataclasses.replace(result, warnings=(*result.warnings, note))
+        if store is not None and latest and on_progress is not None:
+            on_progress(saving(latest[0], store.busy_timeout_s))
         run_id = (
             None
             if store is None
@@ -639,6 +648,12 @@ def _single(
         options_note=_options_note(request.workload_options, result.spec),
         new_store=new_store(store),
     )
+
+
+def saving(last: Progress, store_wait_s: float) -> Progress:
+    """``last`` (the measurement's final progress) restated as saving: a display said "... still
+    train mlp: 10 samples, CI ..." for the minute a locked store held the save (QA 40 C3)."""
+    return dataclasses.replace(last, phase="saving", note=None, store_wait_s=store_wait_s)
 
 
 def _saved(save: Callable[[], int], median_s: float) -> int:

@@ -47,6 +47,26 @@ def save_plan(
     return Path(out)
 
 
+#: The suffixes of a file an HTML report may be written to (``report --out``, ``plan ...
+#: --report``); no suffix is left to the user.
+HTML_SUFFIXES = (".html", ".htm")
+
+
+def html_out(path: Path | str, field: str) -> Path:
+    """``path`` when its suffix says HTML (or it has none); else one line naming ``field``
+    (the option) and the name that fits -- ``--out rep.pdf`` wrote HTML into a .pdf without a
+    word, where ``runs export`` refuses a suffix it does not write (QA 40 C5)."""
+    path = Path(path)
+    if path.suffix and path.suffix.lower() not in HTML_SUFFIXES:
+        raise InvalidSpecError(
+            field,
+            f"a {path.suffix} file cannot hold the report, which is HTML",
+            got=str(path),
+            fix=f"name it {path.with_suffix('.html').name}",
+        )
+    return path
+
+
 #: ``kind`` of the saved serving plans (request-level, language model).
 SERVE_PLAN_KINDS = ("serve-plan", "llm-serve-plan")
 _SAVED_FIX = (
@@ -187,7 +207,7 @@ def write_serve_plan_report(plan: Any, out: Path | str, *, field: str = "output"
     from gpucast.report.html import serve_plan_html
     from gpucast.store.files import write_text_atomic
 
-    write_text_atomic(Path(out), serve_plan_html(_serving_plan_dict(plan)), field=field)
+    write_text_atomic(html_out(out, field), serve_plan_html(_serving_plan_dict(plan)), field=field)
     return Path(out)
 
 
@@ -199,9 +219,14 @@ def write_plan_report(
     from gpucast.report.html import llm_train_plan_html, plan_html
     from gpucast.store.files import write_text_atomic
 
+    out = html_out(out, field)
     html = plan_html(plan) if isinstance(plan, TrainPlan) else llm_train_plan_html(plan.to_dict())
-    write_text_atomic(Path(out), html, field=field)
+    write_text_atomic(out, html, field=field)
     return Path(out)
+
+
+#: The option ``report`` writes its file to, as errors name it (``--out``).
+_OUT = "out"
 
 
 @documented
@@ -256,10 +281,6 @@ class ReportResult:
         return base if self.data is None else {**base, "report": dict(self.data)}
 
 
-#: The option ``report`` writes its file to, as errors name it (``--out``).
-_OUT = "out"
-
-
 def write_report(
     request: ReportRequest | None = None, /, *, db: Path | str | None = None, **options: Any
 ) -> ReportResult:
@@ -269,6 +290,8 @@ def write_report(
 
     request = resolve(ReportRequest, request, options)
     if request.plan is not None:
+        if request.out is not None:
+            html_out(request.out, _OUT)
         data = _saved_json(Path(request.plan))
         if data.get("kind") in _PARTS:
             _check_saved(Path(request.plan), data)
@@ -292,6 +315,8 @@ def write_report(
 
     store = Path(db) if db is not None else default_db_path()
     refuse_overwriting_inputs(request.out, [store], field=_OUT)  # the store it reports
+    if request.out is not None:
+        html_out(request.out, _OUT)
     if no_store_yet(store):  # an empty file too: a report writes nothing into it
         raise InvalidSpecError(
             "db",

@@ -136,3 +136,19 @@ def print_more_rows(total: int, shown: int) -> None:
             f"{count_of(total, 'row')} (--json lists them)[/dim]",
             highlight=False,
         )
+
+
+def check_outputs(outputs: dict[str, Path | None], inputs: Iterable[Path | None]) -> None:
+    """Before the work: each output (``--report --save --csv``) a file that may be written,
+    none an input file, and ``--report`` an HTML name (QA 40 C5); each error names its
+    option. ``plan train``, ``plan llm-train``, ``plan serve`` and ``plan llm-serve`` share it."""
+    from gpucast.app.reports import html_out
+    from gpucast.store.files import output_file, refuse_overwriting_inputs
+
+    read = list(inputs)
+    for flag, path in outputs.items():
+        if path is not None:
+            output_file(path, flag)
+            refuse_overwriting_inputs(path, read, field=flag)
+            if flag == "report":
+                html_out(path, flag)

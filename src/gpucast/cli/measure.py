@@ -187,6 +187,9 @@ def progress_line(what: str, shown: set[str] | None = None) -> Iterator[Callable
         latest[0] = (
             f"{what}: warming up ({p.n_warmup} steps)"
             if p.phase == "warmup"
+            else f"{what}: measured, saving to the store (waiting up to {p.store_wait_s:g} s "
+            "while another process holds it)"
+            if p.phase == "saving"
             else f"{what}: {p.n_samples} samples, CI {ci} (target ±{percent_text(p.target_ci)})"
         )
 

@@ -18,6 +18,7 @@ from gpucast.app.placement import PlanPlacementRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import (
     JSON_OPTION_HELP,
+    check_outputs,
     console,
     emit_json,
     print_warnings,
@@ -42,17 +43,6 @@ def _save_option() -> Any:
 
 def _csv_option(rows: str) -> Any:
     return typer.Option(None, "--csv", help=f"Write {rows} as one CSV row (all columns).")
-
-
-def _check_outputs(outputs: dict[str, Path | None], inputs: list[Path | None]) -> None:
-    """Before planning: each of ``--report --save --csv`` a file that may be written, and
-    none an input file (each error names its option)."""
-    from gpucast.store.files import output_file, refuse_overwriting_inputs
-
-    for flag, path in outputs.items():
-        if path is not None:
-            output_file(path, flag)
-            refuse_overwriting_inputs(path, inputs, field=flag)
 
 
 def _write_outputs(plan: Any, outputs: dict[str, Path | None]) -> None:
@@ -107,7 +97,7 @@ def train(
         None if columns is None else columns.split(","), console.width, request.objective
     )
     outputs = {"report": report, "save": save, "csv": csv}
-    _check_outputs(outputs, [request.profile_file, request.offers_file])
+    check_outputs(outputs, [request.profile_file, request.offers_file])
     with working("planning: profiling the workload, searching the catalog, simulating spot"):
         plan = plan_train(request, db=state(ctx).db_path)
     _write_outputs(plan, outputs)
@@ -139,7 +129,7 @@ def llm_train(
 
     check_row_limit(limit)
     outputs = {"report": report, "save": save, "csv": csv}
-    _check_outputs(
+    check_outputs(
         outputs, [request.offers_file, *([Path(request.cluster)] if request.cluster else [])]
     )
     with working("planning: searching layouts on every GPU offer"):

@@ -20,6 +20,7 @@ from gpucast.app.serve import PlanServeRequest, SimulateServeRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import (
     JSON_OPTION_HELP,
+    check_outputs,
     console,
     emit_json,
     print_more_rows,
@@ -93,11 +94,8 @@ def plan_command(
 def check_plan_outputs(
     report: Path | None, save: Path | None, inputs: Iterable[Path | None]
 ) -> None:
-    """``--report`` / ``--save`` may not overwrite an input file (checked before planning)."""
-    from gpucast.store.files import refuse_overwriting_inputs
-
-    for path, flag in ((report, "report"), (save, "save")):
-        refuse_overwriting_inputs(path, list(inputs), field=flag)
+    """``--report`` / ``--save``: checked before planning (:func:`check_outputs`)."""
+    check_outputs({"report": report, "save": save}, inputs)
 
 
 def trace_of(arrivals: str | None) -> Path | None:

@@ -218,6 +218,7 @@ class Sweep:
                     raise InvalidSpecError(
                         axis, "must be integers >= 1", got=b, fix=f"e.g. {axis}: [1, 2]"
                     )
+        self._check_distributed()
         for p in self.precisions:
             if p not in PRECISIONS:
                 raise InvalidSpecError("precisions", f"must be in {', '.join(PRECISIONS)}", got=p)
@@ -238,6 +239,29 @@ class Sweep:
                 f"{MAX_SWEEP_POINTS:,} a campaign runs (each point is a real measurement)",
                 got=self.repeats if self.repeats > MAX_SWEEP_POINTS else None,
                 fix="lower repeats or shorten the axes; split a bigger study into campaigns",
+            )
+
+    def _check_distributed(self) -> None:
+        """What ``measure train --distributed`` refuses, refused at load (QA 40 C7): a ddp or
+        fsdp point of one process (``--nproc 1``: exit 2 there), and no GPU for a point on
+        a CUDA device (Ray would not reserve one; points would share it and time each other).
+        A ps point of too few processes is skipped, as :meth:`points` says."""
+        collective = [s for s in self.strategies if s in ("ddp", "fsdp")]
+        if collective and min(self.nprocs) < 2:
+            raise InvalidSpecError(
+                "nprocs",
+                f"{collective[0]} needs at least 2 processes (as measure train --nproc)",
+                got=min(self.nprocs),
+                fix="e.g. nprocs: [2, 4] (strategies: [single] measures one process)",
+            )
+        cuda = [d for d in self.devices if d.strip().lower().startswith("cuda")]
+        if cuda and self.settings.gpus_per_point == 0:
+            raise InvalidSpecError(
+                "settings.gpus_per_point",
+                f"must be > 0 with device {cuda[0]}: a Ray task of no GPU runs a CUDA point on "
+                "a GPU it did not reserve (points share it and time each other)",
+                got=0,
+                fix="drop it (default: 1 per process on a CUDA device, 0 on the CPU)",
             )
 
     def points(self) -> list[CampaignPoint]:

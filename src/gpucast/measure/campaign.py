@@ -61,6 +61,7 @@ from gpucast.domain.errors import (
     GpucastError,
     InvalidInputError,
     InvalidSpecError,
+    as_typed,
 )
 from gpucast.domain.options import lower_list
 from gpucast.domain.units import count_of
@@ -148,6 +149,7 @@ def load_sweep(
     *,
     check_workload: Callable[[str], None] = _build_workload,
     check_device: Callable[[str], None] | None = None,
+    check_nprocs: Callable[[int], None] | None = None,
 ) -> Sweep:
     """Parse and check a sweep YAML file; every error names the file, line and key.
 
@@ -155,7 +157,9 @@ def load_sweep(
     that is no workload; by default it builds the workload (torch), which a driver that only
     starts the points' processes can avoid by checking names (``gpucast.app`` does).
     ``check_device`` (when given) raises an :class:`InvalidInputError` for a device the points
-    will not find (``cuda`` on a machine without one).
+    will not find (``cuda`` on a machine without one); ``check_nprocs`` (when given) one for
+    a distributed point's process count this host cannot hold (QA 40 C11: it failed each such
+    point at run time, the sweep midway).
     """
     import yaml
 
@@ -204,7 +208,11 @@ def load_sweep(
         fields["name"] = path.stem
     if not _NAME.match(fields["name"]):
         node = nodes["name"][1] if "name" in nodes else None
-        raise _bad(path, node, "name", "must be letters, digits, '.', '_' or '-'")
+        raise _bad(  # "got" as every other key's error says it (QA 40 C6: name: "")
+            path, node, "name",
+            f"must be letters, digits, '.', '_' or '-' (got {as_typed(fields['name'])})",
+            fix="e.g. name: p100-scaling" if node is not None else "add e.g. name: p100-scaling",
+        )  # fmt: skip
     if "repeats" in nodes:
         fields["repeats"] = _scalar(path, "repeats", nodes["repeats"][1])
     if "settings" in nodes:
@@ -241,6 +249,13 @@ def load_sweep(
         if exc.field.startswith("settings.") and "settings" in nodes:
             node = _setting_node(nodes["settings"][1], exc.field.split(".", 1)[1]) or node
         raise _bad(path, node, exc.field, exc.detail, fix=exc.fix) from None
+    if check_nprocs is not None and set(sweep.strategies) - {"single"}:
+        items = _items(nodes["nprocs"][1]) if "nprocs" in nodes else [root] * len(sweep.nprocs)
+        for item, nproc in zip(items, sweep.nprocs, strict=True):
+            try:
+                check_nprocs(nproc)
+            except InvalidSpecError as exc:
+                raise _bad(path, item, "nprocs", exc.detail, fix=exc.fix) from None
     if not sweep.points():
         raise _bad(
             path,

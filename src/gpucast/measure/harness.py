@@ -82,7 +82,9 @@ class StoppingRule:
         _check_number("max_warmup_fraction", self.max_warmup_fraction, low=0.0, high=1.0)
 
 
-Phase = Literal["warmup", "measure", "done"]
+#: ``saving``: measured, the result being written to the store (a caller's phase, not the
+#: harness's: it may wait on a store another process holds, up to ``store_wait_s``)
+Phase = Literal["warmup", "measure", "done", "saving"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +100,8 @@ class Progress:
     target_ci: float
     #: a warning to show now, while the run goes on (it is in the run's warnings too)
     note: str | None = None
+    #: phase ``saving``: the longest the save waits on a store locked by another process
+    store_wait_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

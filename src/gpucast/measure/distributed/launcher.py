@@ -73,7 +73,7 @@ def validate(spec: WorkloadSpec, config: DistributedConfig) -> None:
                     workload, config.batch_size_of(rank), device, flag=flag,
                     step=("train", spec.precision),
                 )  # fmt: skip
-    _check_ranks_fit(config.nproc_per_node)  # after each rank's batch: the larger need
+    check_ranks_fit(config.nproc_per_node)  # after each rank's batch: the larger need
     if spec.precision == "fp16" and config.strategy == "ps":
         raise InvalidSpecError(
             "precision",
@@ -82,16 +82,22 @@ def validate(spec: WorkloadSpec, config: DistributedConfig) -> None:
         )
 
 
-def _check_ranks_fit(nproc: int) -> None:
+def host_memory_bytes() -> float:
+    """This host's physical memory (psutil; no torch, so a campaign driver can check a sweep's
+    ``nprocs`` without importing it)."""
+    import psutil
+
+    return float(psutil.virtual_memory().total)
+
+
+def check_ranks_fit(nproc: int, *, flag: str = "--nproc") -> None:
     """Refuse more ranks on this node than its memory holds, each a process with torch loaded
     (QA 40 C10: ``--nproc 1000`` on a 2-CPU, 23.5 GiB host started ranks for 10 minutes until
-    the OOM killer stepped in; 64 ranks, the most a README run used, pass)."""
-    import torch
-
+    the OOM killer stepped in; 64 ranks, the most a README run used, pass). ``flag`` is what
+    the fix says to lower (a sweep's ``nprocs``: QA 40 C11)."""
     from gpucast.domain.limits import format_bytes
-    from gpucast.measure.devices import device_memory_bytes
 
-    host_bytes = device_memory_bytes(torch.device("cpu"))
+    host_bytes = host_memory_bytes()
     if nproc * RANK_PROCESS_BYTES > host_bytes:
         raise InvalidSpecError(
             "nproc",
@@ -100,7 +106,7 @@ def _check_ranks_fit(nproc: int) -> None:
             f"process with torch loaded, about {format_bytes(RANK_PROCESS_BYTES)}), more than "
             f"this host's {format_bytes(host_bytes)} of memory",
             got=nproc,
-            fix=f"lower --nproc (at most {int(host_bytes // RANK_PROCESS_BYTES):,} fit)",
+            fix=f"lower {flag} (at most {int(host_bytes // RANK_PROCESS_BYTES):,} fit)",
         )
 
 
