@@ -64,7 +64,9 @@ if TYPE_CHECKING:  # each verb's own signature for mypy and IDEs (QA 38 A #4); l
     from gpucast.app import predict_speed as predict_speed
     from gpucast.app import predict_train as predict_train
     from gpucast.app import profile_workload as profile_workload
+    from gpucast.app import runs_delete as runs_delete
     from gpucast.app import runs_export as runs_export
+    from gpucast.app import runs_import as runs_import
     from gpucast.app import runs_list as runs_list
     from gpucast.app import runs_show as runs_show
     from gpucast.app import save_plan as save_plan

@@ -62,6 +62,8 @@ VERBS: dict[str, str] = {
     "runs_list": "runs",
     "runs_show": "runs",
     "runs_export": "runs",
+    "runs_delete": "runs_edit",
+    "runs_import": "runs_edit",
     "campaign_run": "campaign",
     "campaign_status": "campaign",
     "write_report": "reports",
@@ -133,6 +135,8 @@ if TYPE_CHECKING:  # what mypy and IDEs see; at run time __getattr__ loads each 
     from gpucast.app.runs import runs_export as runs_export
     from gpucast.app.runs import runs_list as runs_list
     from gpucast.app.runs import runs_show as runs_show
+    from gpucast.app.runs_edit import runs_delete as runs_delete
+    from gpucast.app.runs_edit import runs_import as runs_import
     from gpucast.app.serve import plan_serve as plan_serve
     from gpucast.app.serve import simulate_serve as simulate_serve
     from gpucast.app.serverless import plan_serverless as plan_serverless

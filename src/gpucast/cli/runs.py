@@ -1,7 +1,8 @@
-"""`gpucast runs list|show|export`: browse and export the measurement store.
+"""`gpucast runs list|show|export|delete|import`: browse, export, prune and merge the store.
 
-The flags are the fields of the requests in :mod:`gpucast.app.runs`; the work happens in its
-verbs. This module renders (a stored measurement with :mod:`gpucast.cli.measure`'s table).
+The flags are the fields of the requests in :mod:`gpucast.app.runs` and
+:mod:`gpucast.app.runs_edit`; the work happens in their verbs. This module renders (a stored
+measurement with :mod:`gpucast.cli.measure`'s table).
 """
 
 from __future__ import annotations
@@ -14,13 +15,23 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from gpucast.app.runs import RunsExportRequest, RunsListRequest, RunsListResult, RunsShowRequest
+from gpucast.app.runs_edit import RunsDeleteRequest, RunsImportRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
+from gpucast.cli._common import (
+    JSON_OPTION_HELP,
+    console,
+    emit_json,
+    err_console,
+    say_new_store,
+    state,
+)
 from gpucast.cli.measure import format_seconds, measurement_table, print_warnings
 from gpucast.domain.units import count_of
 
 app = typer.Typer(
-    no_args_is_help=True, add_completion=False, help="List, show and export stored measurements."
+    no_args_is_help=True,
+    add_completion=False,
+    help="List, show, export, delete and import stored measurements.",
 )
 
 
@@ -158,3 +169,60 @@ def export(
         )
         for warning in result.warnings:
             err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+
+
+@app.command("delete")
+@request_command(RunsDeleteRequest)
+def delete(
+    ctx: typer.Context,
+    request: RunsDeleteRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Delete stored runs (all or, if an id is unknown, none), with their operator traces."""
+    from gpucast.app import runs_delete
+
+    result = runs_delete(request, db=state(ctx).db_path)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    console.print(
+        f"deleted {count_of(len(result.deleted), 'run')} from {escape(result.store)}:",
+        highlight=False,
+    )
+    for d in result.deleted:
+        also = " and its operator trace" if d.kernel_trace else ""
+        if d.campaign_point is not None:
+            campaign, point = d.campaign_point
+            also += (
+                f"; campaign {escape(campaign)} point {escape(point)} is pending again "
+                "(gpucast campaign run measures it anew)"
+            )
+        console.print(f"  run {d.id}: {d.kind} of {escape(d.workload)}{also}", highlight=False)
+
+
+@app.command("import")
+@request_command(RunsImportRequest)
+def import_(
+    ctx: typer.Context,
+    request: RunsImportRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Add the runs of a `runs export` file (CSV or Parquet) under new ids, skipping those
+    already stored."""
+    from gpucast.app import runs_import
+
+    result = runs_import(request, db=state(ctx).db_path)
+    say_new_store(result.new_store)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    console.print(
+        f"imported {count_of(result.imported, 'run')} from {escape(str(result.path))} into "
+        f"{escape(result.store)}; skipped {result.skipped} already stored",
+        highlight=False,
+    )
+    for old, new in result.mapping:
+        where = "is already stored here (skipped)" if new is None else f"-> run {new} here"
+        console.print(f"  exported run {old} {where}", highlight=False)
+    for note in result.notes:
+        err_console.print(f"note: {escape(note)}", highlight=False)
