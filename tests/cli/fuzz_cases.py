@@ -151,6 +151,26 @@ USER_MODULES = {
 }
 
 
+def _runs_export(result_json: str) -> str:
+    """A one-run ``gpucast runs export`` CSV whose result cell is ``result_json``."""
+    import csv
+    import io
+
+    row = {
+        "id": 7, "kind": "measurement", "workload": "mlp", "batch_size": 4, "precision": "fp32",
+        "mode": "train", "device": "cpu", "created_at": "2025-06-01T00:00:00+00:00",
+        "spec_json": '{"name": "mlp"}', "result_json": result_json, "median_s": 0.01,
+        "mean_s": 0.01, "p5_s": 0.01, "p95_s": 0.01, "ci_halfwidth_rel": 0.01,
+        "samples_per_s": 400.0, "n_samples": 10, "stop_reason": "ci_reached", "host": "fz",
+        "gpu_name": "", "gpucast_version": "0",
+    }  # fmt: skip
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(row))
+    writer.writeheader()
+    writer.writerow(row)
+    return out.getvalue()
+
+
 def make_files(root: Path, *, fitted: dict[str, Path] | None = None) -> dict[str, Path]:
     """Write every file a case names (valid ones and bad ones) under ``root``."""
     root.mkdir(parents=True, exist_ok=True)
@@ -241,6 +261,12 @@ def make_files(root: Path, *, fitted: dict[str, Path] | None = None) -> dict[str
         os.mkfifo(fifo)
     files["fifo"] = fifo
     files["missing_folder_out"] = root / "no-such-folder" / "out.csv"
+    put("runs_export", _runs_export('{"median_s": 0.01}'))
+    put("runs_bad_json", _runs_export('{"median_s": '))
+    from gpucast.store import open_store
+
+    files["empty_store"] = root / "empty-store.db"
+    open_store(files["empty_store"]).close()  # a store with no runs
     put("speed_csv_copy", _speed_rows())
     files["out_csv"] = root / "out.csv"
     files["out_json"] = root / "out.json"
@@ -336,6 +362,11 @@ COMMANDS: tuple[Command, ...] = (
     Command(("runs", "list"), (), "gpucast.app.runs:RunsListRequest"),
     Command(("runs", "show"), (), "gpucast.app.runs:RunsShowRequest", positional="1"),
     Command(("runs", "export"), ("--out", "@out_csv"), "gpucast.app.runs:RunsExportRequest"),
+    Command(("runs", "delete"), (), "gpucast.app.runs_edit:RunsDeleteRequest", positional="1"),
+    Command(
+        ("runs", "import"), (), "gpucast.app.runs_edit:RunsImportRequest",
+        positional="@runs_export",
+    ),
     Command(
         ("campaign", "run"), (), "gpucast.app.campaign:CampaignRunRequest", positional="@sweep"
     ),
@@ -625,6 +656,10 @@ def _named() -> list[Case]:
              root=("--db", "@no_dir_db")),
         Case("runs show db in missing folder", ("runs", "show", "1"), frozenset({2}), "x.db",
              root=("--db", "@no_dir_db")),
+        Case("runs delete unknown id", ("runs", "delete", "999999"), frozenset({2}),
+             "no run with id 999999", root=("--db", "@empty_store")),
+        Case("runs import bad json cell", ("runs", "import", "@runs_bad_json"), frozenset({2}),
+             "column 'result_json': row 1: is not JSON"),
         Case("campaign run huge repeats", ("campaign", "run", "@sweep_huge"), frozenset({2}),
              "repeats"),
         Case("campaign status json", ("campaign", "status", "@sweep", "--json"),
@@ -702,6 +737,8 @@ def _stores() -> list[Case]:
         ("runs", "list"),
         ("runs", "show", "1"),
         ("runs", "export", "--out", "@out_csv"),
+        ("runs", "delete", "1"),
+        ("runs", "import", "@runs_export"),
         ("campaign", "status", "--campaign", "x"),
         ("report", "--out", "@out_html", "--runs"),
         ("profile", "mlp", "--batch-size", "2"),
@@ -710,7 +747,8 @@ def _stores() -> list[Case]:
         Case(f"--db={_slug(db)} {' '.join(v[:2])}", v, frozenset({0, 2}), root=("--db", db))
         for v in verbs
         for db in BAD_STORES
-        if not (v[0] == "profile" and db == "@no_dir_db")  # saving there creates the folder
+        # saving there creates the folder
+        if not (v[:2] in (("profile", "mlp"), ("runs", "import")) and db == "@no_dir_db")
     ]
 
 

@@ -95,6 +95,20 @@ def _sweep(tmp: Path) -> Path:
     return path
 
 
+def _new_store(tmp: Path, name: str, *, filled: bool = False) -> Path:
+    """A new store ``name`` (replacing one a previous call made), empty or holding the module
+    store's runs (imported from its export), and that export: runs import / delete each start
+    from the same state, CLI and Python alike."""
+    export = tmp / "parity-runs.csv"
+    gpucast.runs_export(out=export)
+    path = tmp / name
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    if filled:
+        gpucast.runs_import(export, db=path)
+    return path
+
+
 def _program_run(tmp: Path) -> int:
     """A stored program run (``measure cmd``) in the module's store, measured once."""
     marker = tmp / "program-run-id"
@@ -232,6 +246,17 @@ CASES = [
         "runs_export",
         lambda t: ["runs", "export", "--out", str(t / "runs.csv")],
         lambda t: gpucast.runs_export(out=t / "runs.csv"),
+    ),
+    Case(
+        "runs_import",
+        lambda t: ["--db", str(_new_store(t, "import.db")), "runs", "import",
+                   str(t / "parity-runs.csv")],
+        lambda t: gpucast.runs_import(t / "parity-runs.csv", db=_new_store(t, "import.db")),
+    ),
+    Case(
+        "runs_delete",
+        lambda t: ["--db", str(_new_store(t, "delete.db", filled=True)), "runs", "delete", "1"],
+        lambda t: gpucast.runs_delete(ids=[1], db=_new_store(t, "delete.db", filled=True)),
     ),
     Case(
         "campaign_status",
@@ -769,6 +794,8 @@ BAD = [
      lambda: gpucast.measure_train("mlp", target_ci=-1)),
     (["catalog", "offers", "--gpu", "H1000"], lambda: gpucast.catalog_offers(gpu="H1000")),
     (["runs", "show", "0"], lambda: gpucast.runs_show(0)),
+    (["runs", "delete", "3", "0"], lambda: gpucast.runs_delete(ids=[3, 0])),
+    (["runs", "import", "no-such-runs.csv"], lambda: gpucast.runs_import("no-such-runs.csv")),
     (["fit", "lifetimes", "--trace", "0.1", "--name", "x", "--model", "tarot"],
      lambda: gpucast.fit_lifetimes(trace="0.1", name="x", model="tarot")),
     (["plan", "train", "--workload", "mlp", "--epochs", "3", "--spot-scenario", "grim"],
