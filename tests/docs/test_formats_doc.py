@@ -41,7 +41,14 @@ def test_every_input_file_option_is_documented() -> None:
             if f.kind == "path" and f.flag not in NOT_FORMATS and f"--{f.flag}" not in text:
                 missing.append(f"{cls.__name__}: --{f.flag}")
     assert not missing, missing
-    for heading in ("campaign run", "import-skypilot", "fit lifetimes", "--config", "trace:"):
+    for heading in (
+        "campaign run",
+        "import-skypilot",
+        "fit lifetimes",
+        "--config",
+        "trace:",
+        "runs import",
+    ):
         assert heading in text
 
 
