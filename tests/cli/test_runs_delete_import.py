@@ -162,6 +162,8 @@ def test_a_missing_column_or_a_truncated_parquet_is_refused(source: Path, tmp_pa
     cut = tmp_path / "cut.parquet"
     cut.write_bytes(parquet.read_bytes()[: parquet.stat().st_size // 2])
     assert "cut.parquet: is not a readable Parquet file" in _error(target, "import", str(cut))
+    line = _error(target, "import", str(source))  # the store, not its export
+    assert "is an SQLite store, not a runs export" in line and "runs export --out" in line
     assert not target.exists()  # a refused file opens no store
 
 

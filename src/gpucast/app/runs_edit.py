@@ -62,7 +62,11 @@ class RunsDeleteResult:
 
 
 def runs_delete(
-    request: RunsDeleteRequest | None = None, /, *, db: Path | str | None = None, **options: Any
+    request: RunsDeleteRequest | int | str | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
 ) -> RunsDeleteResult:
     """Delete stored runs in one transaction (a bad run, e.g. one measured on a busy host,
     would calibrate every prediction of its workload)."""
@@ -129,8 +133,17 @@ def _read_frame(path: Path) -> tuple[pd.DataFrame, bool]:
 
     fix = "pass a file written by `gpucast runs export`"
     path = input_file(path, "path", fix=fix)
+    from gpucast.store.db import SQLITE_MAGIC
+
     with path.open("rb") as handle:
-        parquet = handle.read(4) == b"PAR1" or path.suffix.lower() in (".parquet", ".pq")
+        head = handle.read(len(SQLITE_MAGIC))
+    if head == SQLITE_MAGIC:  # a store itself, not its export
+        raise DataFormatError(
+            str(path),
+            "is an SQLite store, not a runs export",
+            fix=f"export it first: gpucast --db {path} runs export --out runs.csv",
+        )
+    parquet = head.startswith(b"PAR1") or path.suffix.lower() in (".parquet", ".pq")
     if not parquet:
         frame = read_csv_input(path, "path", fix=fix, dtype=str, keep_default_na=False)
         return frame, True
