@@ -557,9 +557,16 @@ def instance_price(
     name = catalog.gpu(gpu).name
     filtered = bool(providers or regions or spot)
     sold = filtered or any(o.gpus >= 1 for o in catalog.find_offers(gpu=name))
-    offers = (
-        gpu_offers(gpus=(name,), providers=providers, regions=regions, spot=spot) if sold else []
-    )
+    try:
+        offers = (
+            gpu_offers(gpus=(name,), providers=providers, regions=regions, spot=spot)
+            if sold
+            else []
+        )
+    except InvalidSpecError:  # the filters leave no offer: the GPU named, as for a CNN
+        raise cnn_inputs.no_offer_within(
+            name, providers=providers, regions=regions, spot=spot
+        ) from None
     choices = [gpu_choice(*row) for row in offers]
     rented = cheapest_for_tp(choices, tp)
     short = rented is None and bool(choices)

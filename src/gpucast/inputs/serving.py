@@ -157,14 +157,7 @@ def gpu_server(
     ]
     filtered = bool(providers or regions or spot)
     if filtered and not offers:
-        flags = [f"--provider {','.join(providers)}"] * bool(providers)
-        flags += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
-        raise InvalidSpecError(
-            "gpu",
-            f"no catalog offer of {spec.name} within {' '.join(flags)}",
-            fix="relax --provider / --region / --spot (see gpucast catalog offers --gpu "
-            f"{spec.name})",
-        )
+        raise no_offer_within(spec.name, providers=providers, regions=regions, spot=spot)
     offer = min(offers, key=lambda o: o.price_usd_per_hour(spot=spot) / o.gpus) if offers else None
     where = ""
     if offer is not None:
@@ -347,6 +340,21 @@ def build_server_options(
             fix="relax --gpu / --provider / --region / --spot",
         )
     return options, targets
+
+
+def no_offer_within(
+    gpu: str, *, providers: Sequence[str] = (), regions: Sequence[str] = (), spot: bool = False
+) -> InvalidSpecError:
+    """The error where the provider, region and spot filters leave no catalog offer of
+    ``gpu`` (a canonical name): the GPU named, with the filters that left it out (``simulate
+    serve``'s line, for a CNN and a language model alike)."""
+    flags = [f"--provider {','.join(providers)}"] * bool(providers)
+    flags += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
+    return InvalidSpecError(
+        "gpu",
+        f"no catalog offer of {gpu} within {' '.join(flags)}",
+        fix=f"relax --provider / --region / --spot (see gpucast catalog offers --gpu {gpu})",
+    )
 
 
 def unserved_gpus(
