@@ -1265,3 +1265,27 @@ def test_tensorrt_llm_keeps_an_fp8_kv_cache_only_on_fp8_tensor_cores() -> None:
         s.startswith("A100-80GB: no fp8 tensor cores for --kv-precision fp8")
         for s in plan.plan.infeasible
     )
+
+
+def test_deepspeed_mii_serves_16_bit_weights_only() -> None:
+    """DeepSpeed-MII ``--precision fp8`` was accepted unchecked (QA 40 I, left alone): MII's
+    one quantization mode is FP6 weight-only ('wf6af16', mii/config.py), so fp8, int8 and
+    int4 weights are refused by all three verbs, naming the catalog's source; fp16 and bf16
+    run."""
+    infer = dict(model="llama-3-8b", gpu="H100-SXM", input_len=512, output_len=128)
+    serve = dict(model="llama-3-8b", gpu="H100-SXM", rate=1, duration_s=5)
+    plan = dict(
+        model="llama-3-8b", rate=1, duration_s=5, input_len="256", output_len="32",
+        gpu=["H100-SXM"], tp=[1], slo_tpot_ms=100, no_disaggregation=True, max_replicas=1,
+    )  # fmt: skip
+    for precision in ("fp8", "int8", "int4"):
+        for call in (gpucast.predict_infer, gpucast.simulate_llm_serve, gpucast.plan_llm_serve):
+            ask = {"predict_infer": infer, "simulate_llm_serve": serve}.get(call.__name__, plan)
+            with pytest.raises(InvalidSpecError) as caught:
+                call(**ask, framework="deepspeed-mii", precision=precision)
+            text = str(caught.value)
+            assert text.startswith("precision: DeepSpeed-MII serves weights in fp16 or bf16 only")
+            assert "DeepSpeed-MII/blob/main/mii/config.py" in text and "--precision fp16" in text
+    got = gpucast.predict_infer(**infer, framework="deepspeed-mii", precision="bf16")
+    assert got.prediction.precision == "bf16"
+    assert gpucast.predict_infer(**infer, precision="fp8").prediction.precision == "fp8"  # vLLM

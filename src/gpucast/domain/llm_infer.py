@@ -186,6 +186,10 @@ class EngineProfile(VendorBound):
     #: stated in the catalog, so not checked)
     kv_precisions: tuple[str, ...] = ()
     kv_source_url: str = ""
+    #: the precisions it serves weights in, and the page that says so (empty: not stated in
+    #: the catalog, so not checked)
+    weight_precisions: tuple[str, ...] = ()
+    weight_source_url: str = ""
     multi_gpu: MultiGpu = "tensor"
     #: the GPU vendors it runs on (empty: any -- llama.cpp's CUDA, HIP, SYCL and Vulkan
     #: back ends, eager PyTorch)
@@ -235,12 +239,14 @@ class EngineProfile(VendorBound):
         if not self.name:
             raise InvalidSpecError(f"{owner}.name", "must not be empty")
         check_precision(f"{owner}.default_precision", self.default_precision)
-        for kv in self.kv_precisions:
-            check_precision(f"{owner}.kv_precisions", kv)
-        if self.kv_precisions and not self.kv_source_url:
-            raise InvalidSpecError(
-                f"{owner}.kv_source_url", "is required with kv_precisions (the page that says so)"
-            )
+        for kind in ("kv", "weight"):
+            for value in getattr(self, f"{kind}_precisions"):
+                check_precision(f"{owner}.{kind}_precisions", value)
+            if getattr(self, f"{kind}_precisions") and not getattr(self, f"{kind}_source_url"):
+                raise InvalidSpecError(
+                    f"{owner}.{kind}_source_url",
+                    f"is required with {kind}_precisions (the page that says so)",
+                )
         if self.multi_gpu not in MULTI_GPU_MODES:
             raise InvalidSpecError(
                 f"{owner}.multi_gpu", f"must be one of {', '.join(MULTI_GPU_MODES)}",
@@ -292,6 +298,20 @@ class EngineProfile(VendorBound):
                 "--framework",
             )
 
+    def check_weight_precision(self, weights: str) -> None:
+        """One clear error where the engine cannot serve weights at ``weights``
+        (:attr:`weight_precisions`; not checked where the catalog states none)."""
+        if self.weight_precisions and weights not in self.weight_precisions:
+            *most, last = self.weight_precisions
+            served = f"{', '.join(most)} or {last}" if most else last
+            raise InvalidSpecError(
+                "precision",
+                f"{self.display_name} serves weights in {served} only ({self.weight_source_url})",
+                got=weights,
+                fix=f"use --precision {self.weight_precisions[0]}, or another --framework "
+                f"(e.g. vllm) for {weights} weights",
+            )
+
     def with_params(
         self, params: Mapping[str, float], *, fitted_params: tuple[str, ...], fitted_on: str
     ) -> EngineProfile:
@@ -334,6 +354,8 @@ class EngineProfile(VendorBound):
             "default_precision": self.default_precision,
             "kv_precisions": list(self.kv_precisions),
             "kv_source_url": self.kv_source_url,
+            "weight_precisions": list(self.weight_precisions),
+            "weight_source_url": self.weight_source_url,
             "multi_gpu": self.multi_gpu,
             "vendors": list(self.vendors),
             "max_sequences": self.max_sequences,
@@ -364,6 +386,8 @@ class EngineProfile(VendorBound):
             default_precision=data.get("default_precision", "fp16"),
             kv_precisions=tuple(str(k) for k in data.get("kv_precisions", ())),
             kv_source_url=str(data.get("kv_source_url", "")),
+            weight_precisions=tuple(str(k) for k in data.get("weight_precisions", ())),
+            weight_source_url=str(data.get("weight_source_url", "")),
             multi_gpu=data.get("multi_gpu", "tensor"),
             vendors=tuple(str(v) for v in data.get("vendors", ())),
             max_sequences=int(data.get("max_sequences", 256)),
