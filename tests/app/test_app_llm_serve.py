@@ -1208,6 +1208,27 @@ def test_the_saturation_of_prefill_decode_pools_holds_no_rate_above_what_they_se
     assert held and all(p.offered_rps <= peak for p in held)
 
 
+def test_the_llm_saturation_search_is_clipped_to_the_deployments_analytic_capacity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """simulate serve --find-saturation on a language model clips its rates to the analytic
+    capacity as the CNN path does (QA 40 I, left alone): with the capacity made 0.8 x, the
+    peak reads the bound and the count is kept."""
+    from gpucast.simulate import llm_load
+
+    real = llm_load.analytic_capacity_rps
+    monkeypatch.setattr(llm_load, "analytic_capacity_rps", lambda *a, **k: 0.8 * real(*a, **k))
+    run = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", find_saturation=True, input_len="1024",
+        output_len="256",
+    )  # fmt: skip
+    sat = run.saturation
+    assert sat is not None and sat.counted_peak_rps is not None
+    assert sat.counted_peak_rps == max(p.served_rps for p in sat.probes)
+    assert sat.peak_throughput_rps < sat.counted_peak_rps
+    assert run.to_dict()["saturation"]["counted_peak_throughput_rps"] == sat.counted_peak_rps
+
+
 def test_a_plan_of_gpus_none_of_which_is_offered_names_them_and_the_price_flag() -> None:
     """QA 40 I #8: --gpu MI250 alone read `gpu: no catalog offer matches the GPU, provider,
     region and spot filters`, where --gpu MI250,L4 said `MI250: no catalog offer prices it`."""
