@@ -199,6 +199,8 @@ def llm_traffic(
             if note:
                 times, inp, out = times[part] - times[part.start], inp[part], out[part]
                 source += note
+        else:  # replayed whole: its busiest hour named, what plan serve sizes for
+            source += cnn_inputs.whole_trace_note(times)
         # what the replayed requests' lengths need: counted on those replayed only
         if drawn:
             inp, out, notes = _clip(inp, out, spec, "lengths")

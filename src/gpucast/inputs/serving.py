@@ -937,10 +937,11 @@ def busiest_part(times_s: FloatArray, window_s: float) -> tuple[slice, str]:
     return slice(lo, hi), text
 
 
-def _whole_trace_note(times_s: FloatArray) -> str:
+def whole_trace_note(times_s: FloatArray) -> str:
     """What the arrivals' source adds where a simulation replays all of a trace longer than
     the window a plan replays: the plan's busiest hour, so the two verbs agree in words
-    (QA 40 V #11); "" for a trace no longer than it."""
+    (QA 40 V #11; a language model's trace alike, :func:`gpucast.inputs.llm_serving.
+    llm_traffic`); "" for a trace no longer than it."""
     from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
     from gpucast.domain.units import format_duration
     from gpucast.simulate import arrivals as gen
@@ -1032,7 +1033,7 @@ def arrivals(
             )
     span = float(times[-1]) if duration_s is None else min(duration_s, own)
     if duration_s is None and window_s is None:
-        source += _whole_trace_note(times)
+        source += whole_trace_note(times)
     if times.size < n:  # what is simulated: the requests kept and the rate they offer
         source += (
             f", first {duration_s:g} s ({times.size} of {n} requests, "
