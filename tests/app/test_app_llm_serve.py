@@ -875,8 +875,8 @@ def test_one_token_outputs_have_no_decode_batch() -> None:
         model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=10, output_len="1"
     ).to_dict()
     assert math.isnan(out["mean_batch_size"])
-    assert all(s["decode_steps"] == 0 and s["mean_running"] != s["mean_running"]
-               for s in out["servers"])  # fmt: skip
+    # None (JSON null) where no decode step ran, as the CLI's --json (a NaN before)
+    assert all(s["decode_steps"] == 0 and s["mean_running"] is None for s in out["servers"])
     assert requests_text(out).endswith("mean decode batch n/a (no decode steps)")
     two = gpucast.simulate_llm_serve(
         model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=10, output_len="2"
@@ -1310,3 +1310,19 @@ def test_deepspeed_mii_serves_16_bit_weights_only() -> None:
     got = gpucast.predict_infer(**infer, framework="deepspeed-mii", precision="bf16")
     assert got.prediction.precision == "bf16"
     assert gpucast.predict_infer(**infer, precision="fp8").prediction.precision == "fp8"  # vLLM
+
+
+def test_a_prefill_instances_mean_decode_batch_is_none_as_in_the_cli_json() -> None:
+    """QA 40 I (checked): a prefill instance's ``mean_running`` was NaN from to_dict() and
+    null in the CLI's --json; the result carries None, as the house rule for results has it
+    (``None if not math.isfinite``), so the two agree and plain json.dumps writes null."""
+    import json
+
+    out = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=2, duration_s=10, prefill_instances=1,
+        decode_instances=1, input_len="512", output_len="64",
+    ).to_dict()  # fmt: skip
+    rows = {s["role"]: s for s in out["servers"]}  # type: ignore[union-attr]
+    assert rows["prefill"]["mean_running"] is None and rows["prefill"]["decode_steps"] == 0
+    assert rows["decode"]["mean_running"] >= 1
+    assert '"mean_running": null' in json.dumps(rows["prefill"], allow_nan=False)
