@@ -287,29 +287,35 @@ class EngineProfile(VendorBound):
     def check_kv_precision(self, kv: str) -> None:
         """One clear error where the engine cannot keep its KV cache in ``kv``
         (:attr:`kv_precisions`; not checked where the catalog states none)."""
-        if self.kv_precisions and kv not in self.kv_precisions:
-            *most, last = self.kv_precisions
-            kept = f"{', '.join(most)} or {last}" if most else last
-            raise InvalidSpecError(
-                "kv-precision",
-                f"{self.display_name} keeps its KV cache in {kept} only ({self.kv_source_url})",
-                got=kv,
-                fix=f"use --kv-precision {self.kv_precisions[-1]} (its smallest), or another "
-                "--framework",
-            )
+        if not self.kv_precisions:
+            return
+        self._check_listed(
+            "kv-precision", kv, self.kv_precisions, "keeps its KV cache in", self.kv_source_url,
+            f"use --kv-precision {self.kv_precisions[-1]} (its smallest), or another --framework",
+        )  # fmt: skip
 
     def check_weight_precision(self, weights: str) -> None:
         """One clear error where the engine cannot serve weights at ``weights``
         (:attr:`weight_precisions`; not checked where the catalog states none)."""
-        if self.weight_precisions and weights not in self.weight_precisions:
-            *most, last = self.weight_precisions
-            served = f"{', '.join(most)} or {last}" if most else last
+        if not self.weight_precisions:
+            return
+        self._check_listed(
+            "precision", weights, self.weight_precisions, "serves weights in",
+            self.weight_source_url,
+            f"use --precision {self.weight_precisions[0]}, or another --framework (e.g. vllm) "
+            f"for {weights} weights",
+        )  # fmt: skip
+
+    def _check_listed(
+        self, field: str, value: str, listed: tuple[str, ...], does: str, url: str, fix: str
+    ) -> None:
+        """``value`` of ``field`` outside the catalog's ``listed`` precisions (from ``url``)
+        refused in one line."""
+        if value not in listed:
+            *most, last = listed
+            which = f"{', '.join(most)} or {last}" if most else last
             raise InvalidSpecError(
-                "precision",
-                f"{self.display_name} serves weights in {served} only ({self.weight_source_url})",
-                got=weights,
-                fix=f"use --precision {self.weight_precisions[0]}, or another --framework "
-                f"(e.g. vllm) for {weights} weights",
+                field, f"{self.display_name} {does} {which} only ({url})", got=value, fix=fix
             )
 
     def with_params(
