@@ -277,6 +277,7 @@ def print_profiles(model: LlmInferenceModel, bench: BenchData) -> None:
         row["aliases"] = "|".join(profile.aliases)
         row["vendors"] = "|".join(profile.vendors)
         row["kv_precisions"] = "|".join(profile.kv_precisions)
+        row["weight_precisions"] = "|".join(profile.weight_precisions)
         row["fitted_params"] = "|".join(profile.fitted_params)
         row["bench_identical_prompts"] = str(profile.bench_identical_prompts).lower()
         for name in (*ENGINE_PARAMS, "memory_fraction"):

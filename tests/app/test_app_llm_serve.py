@@ -875,8 +875,8 @@ def test_one_token_outputs_have_no_decode_batch() -> None:
         model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=10, output_len="1"
     ).to_dict()
     assert math.isnan(out["mean_batch_size"])
-    assert all(s["decode_steps"] == 0 and s["mean_running"] != s["mean_running"]
-               for s in out["servers"])  # fmt: skip
+    # None (JSON null) where no decode step ran, as the CLI's --json (a NaN before)
+    assert all(s["decode_steps"] == 0 and s["mean_running"] is None for s in out["servers"])
     assert requests_text(out).endswith("mean decode batch n/a (no decode steps)")
     two = gpucast.simulate_llm_serve(
         model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=10, output_len="2"
@@ -1208,6 +1208,27 @@ def test_the_saturation_of_prefill_decode_pools_holds_no_rate_above_what_they_se
     assert held and all(p.offered_rps <= peak for p in held)
 
 
+def test_the_llm_saturation_search_is_clipped_to_the_deployments_analytic_capacity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """simulate serve --find-saturation on a language model clips its rates to the analytic
+    capacity as the CNN path does (QA 40 I, left alone): with the capacity made 0.8 x, the
+    peak reads the bound and the count is kept."""
+    from gpucast.simulate import llm_load
+
+    real = llm_load.analytic_capacity_rps
+    monkeypatch.setattr(llm_load, "analytic_capacity_rps", lambda *a, **k: 0.8 * real(*a, **k))
+    run = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", find_saturation=True, input_len="1024",
+        output_len="256",
+    )  # fmt: skip
+    sat = run.saturation
+    assert sat is not None and sat.counted_peak_rps is not None
+    assert sat.counted_peak_rps == max(p.served_rps for p in sat.probes)
+    assert sat.peak_throughput_rps < sat.counted_peak_rps
+    assert run.to_dict()["saturation"]["counted_peak_throughput_rps"] == sat.counted_peak_rps
+
+
 def test_a_plan_of_gpus_none_of_which_is_offered_names_them_and_the_price_flag() -> None:
     """QA 40 I #8: --gpu MI250 alone read `gpu: no catalog offer matches the GPU, provider,
     region and spot filters`, where --gpu MI250,L4 said `MI250: no catalog offer prices it`."""
@@ -1265,3 +1286,43 @@ def test_tensorrt_llm_keeps_an_fp8_kv_cache_only_on_fp8_tensor_cores() -> None:
         s.startswith("A100-80GB: no fp8 tensor cores for --kv-precision fp8")
         for s in plan.plan.infeasible
     )
+
+
+def test_deepspeed_mii_serves_16_bit_weights_only() -> None:
+    """DeepSpeed-MII ``--precision fp8`` was accepted unchecked (QA 40 I, left alone): MII's
+    one quantization mode is FP6 weight-only ('wf6af16', mii/config.py), so fp8, int8 and
+    int4 weights are refused by all three verbs, naming the catalog's source; fp16 and bf16
+    run."""
+    infer = dict(model="llama-3-8b", gpu="H100-SXM", input_len=512, output_len=128)
+    serve = dict(model="llama-3-8b", gpu="H100-SXM", rate=1, duration_s=5)
+    plan = dict(
+        model="llama-3-8b", rate=1, duration_s=5, input_len="256", output_len="32",
+        gpu=["H100-SXM"], tp=[1], slo_tpot_ms=100, no_disaggregation=True, max_replicas=1,
+    )  # fmt: skip
+    for precision in ("fp8", "int8", "int4"):
+        for call in (gpucast.predict_infer, gpucast.simulate_llm_serve, gpucast.plan_llm_serve):
+            ask = {"predict_infer": infer, "simulate_llm_serve": serve}.get(call.__name__, plan)
+            with pytest.raises(InvalidSpecError) as caught:
+                call(**ask, framework="deepspeed-mii", precision=precision)
+            text = str(caught.value)
+            assert text.startswith("precision: DeepSpeed-MII serves weights in fp16 or bf16 only")
+            assert "DeepSpeed-MII/blob/main/mii/config.py" in text and "--precision fp16" in text
+    got = gpucast.predict_infer(**infer, framework="deepspeed-mii", precision="bf16")
+    assert got.prediction.precision == "bf16"
+    assert gpucast.predict_infer(**infer, precision="fp8").prediction.precision == "fp8"  # vLLM
+
+
+def test_a_prefill_instances_mean_decode_batch_is_none_as_in_the_cli_json() -> None:
+    """QA 40 I (checked): a prefill instance's ``mean_running`` was NaN from to_dict() and
+    null in the CLI's --json; the result carries None, as the house rule for results has it
+    (``None if not math.isfinite``), so the two agree and plain json.dumps writes null."""
+    import json
+
+    out = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=2, duration_s=10, prefill_instances=1,
+        decode_instances=1, input_len="512", output_len="64",
+    ).to_dict()  # fmt: skip
+    rows = {s["role"]: s for s in out["servers"]}  # type: ignore[union-attr]
+    assert rows["prefill"]["mean_running"] is None and rows["prefill"]["decode_steps"] == 0
+    assert rows["decode"]["mean_running"] >= 1
+    assert '"mean_running": null' in json.dumps(rows["prefill"], allow_nan=False)

@@ -68,8 +68,18 @@ def test_filters_no_offer_meets_are_one_clear_error() -> None:
         InvalidInputError, match=r"gpu: no catalog offer of A10G within --provider gcp"
     ):
         gpucast.simulate_serve(**dict(CNN, gpu="A10G"), providers=("gcp",))
-    with pytest.raises(InvalidInputError, match="gpu: no catalog offer matches the GPU, provider"):
+    # the language model's line names the GPU and the filters, as the CNN's (QA 40 I F8: it
+    # was the generic "no catalog offer matches the GPU, provider, region and spot filters")
+    with pytest.raises(
+        InvalidInputError, match=r"gpu: no catalog offer of L4 within --provider azure"
+    ):
         gpucast.simulate_llm_serve(**LLM, providers=("azure",))
+    with pytest.raises(
+        InvalidInputError, match=r"of A100-80GB within --region eu-central-1 --spot; relax"
+    ):
+        gpucast.simulate_llm_serve(
+            **dict(LLM, gpu="A100-80GB"), regions=("eu-central-1",), spot=True
+        )
     with pytest.raises(InvalidInputError, match="unknown region"):
         gpucast.simulate_serve(**CNN, providers=("azure",), regions=("us-central1",))
 

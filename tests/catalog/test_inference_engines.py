@@ -156,3 +156,15 @@ def test_an_engines_kv_cache_precisions_carry_their_source() -> None:
     assert inference_engine("vllm").kv_precisions == ("fp16", "bf16", "fp8")
     with pytest.raises(DataFormatError, match="kv_source_url: is required with kv_precisions"):
         parse_inference_engines(_csv(kv_precisions="fp16|fp8"))
+
+
+def test_an_engines_weight_precisions_carry_their_source() -> None:
+    # which weight precisions an engine serves is a catalog fact with a page (empty: unchecked)
+    for engine in load_inference_engines():
+        assert bool(engine.weight_precisions) == engine.weight_source_url.startswith("https://")
+    assert inference_engine("deepspeed-mii").weight_precisions == ("fp16", "bf16")
+    assert inference_engine("vllm").weight_precisions == ()
+    with pytest.raises(DataFormatError, match="weight_source_url: is required with weight_prec"):
+        parse_inference_engines(_csv(weight_precisions="fp16"))
+    with pytest.raises(DataFormatError, match="weight_precisions"):
+        parse_inference_engines(_csv(weight_precisions="fp7", weight_source_url="https://x"))

@@ -165,6 +165,15 @@ def test_a_plan_window_replays_the_busiest_hour_and_says_so(tmp_path: Path) -> N
     assert "its busiest hour (1 h in: 120 of 180 requests" in llm.source
     cut = llm_traffic(f"trace:{trace}", duration_s=1800.0, window_s=3600.0, **kw)
     assert cut.requests.count == 15 and "busiest" not in cut.source
+    # a simulation replays a language model's trace whole and names the same hour, through
+    # the one function (QA 40 I, left alone: the note was the CNN path's only)
+    whole_llm = llm_traffic(f"trace:{trace}", duration_s=None, **kw)
+    assert whole_llm.requests.count == 180
+    assert whole.source.endswith(whole_llm.source.partition(", replayed whole")[2])
+    assert ", replayed whole (2.97 h, 0.0168 req/s over it; its busiest hour offers 0.0333 " in (
+        whole_llm.requests.source
+    )
+    assert "replayed whole" not in cut.source
 
 
 def test_synthetic_llm_arrivals_without_a_rate_name_the_arrivals_option() -> None:

@@ -209,3 +209,37 @@ def test_a_preemption_storm_whose_throughput_falls_is_not_held() -> None:
     assert no_storm.held  # a fall without preemptions is noise, not a storm
     with pytest.raises(InvalidSpecError, match="duration-s"):
         find_llm_saturation(run, start_rps=1.0, duration_s=math.nan)
+
+
+def test_the_rates_are_clipped_to_the_analytic_capacity_of_the_probes_requests() -> None:
+    """As the CNN search (QA 40 V #8, :meth:`Saturation.within`): the LLM search clipped
+    nothing to its analytic capacity (QA 40 I, left alone). A bound below what the probes
+    counted (0.8 x the capacity) bites: the rates are clipped to the largest bound over the
+    probes' runnable requests, the count kept and said; the true bound does not bite here."""
+    bounds: list[float] = []
+
+    def tight(requests: LlmRequests) -> float:
+        bounds.append(0.8 * analytic_capacity_rps(requests, COST, 64))
+        return bounds[-1]
+
+    start = analytic_capacity_rps(_pool(2000, 512, 128), COST, 64)
+    sat = find_llm_saturation(
+        _runner(1), start_rps=start, duration_s=30.0, precision=0.02, capacity_of=tight
+    )
+    counted = max(p.served_rps for p in sat.probes)
+    assert len(bounds) >= len(sat.probes) and counted > max(bounds)
+    assert sat.peak_throughput_rps == max(bounds) and sat.saturation_rps <= max(bounds)
+    assert sat.counted_peak_rps == counted
+    assert sat.edge_note.startswith(" (the analytic capacity: every instance busy")
+    assert f"{counted:.1f} counted over a probe's window" in sat.edge_note
+    out = sat.to_dict()
+    assert out["counted_peak_throughput_rps"] == counted
+    assert out["served_rps_at_saturation"] <= max(bounds)  # type: ignore[operator]
+
+    def true(requests: LlmRequests) -> float:
+        return analytic_capacity_rps(requests, COST, 64)
+
+    real = find_llm_saturation(
+        _runner(1), start_rps=start, duration_s=30.0, precision=0.02, capacity_of=true
+    )
+    assert real.counted_peak_rps is None and real.peak_throughput_rps == counted

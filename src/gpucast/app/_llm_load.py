@@ -104,16 +104,19 @@ def search(
     duration_s: float,
 ) -> Saturation:
     """The saturation of the deployment ``run`` simulates, started at the analytic capacity
-    of ``sample``'s requests."""
+    of ``sample``'s requests; its rates clipped to that capacity of the probes' requests."""
     from gpucast.simulate.llm_load import analytic_capacity_rps, find_llm_saturation
 
-    start = analytic_capacity_rps(
-        sample, cost, max_num_seqs, instances=replicas, prefill_instances=prefill_instances,
-        decode_instances=decode_instances,
-    )  # fmt: skip
+    def capacity_of(requests: LlmRequests) -> float:
+        return analytic_capacity_rps(
+            requests, cost, max_num_seqs, instances=replicas,
+            prefill_instances=prefill_instances, decode_instances=decode_instances,
+        )  # fmt: skip
+
     return find_llm_saturation(
-        run, start_rps=start, duration_s=duration_s, pools=prefill_instances > 0
-    )
+        run, start_rps=capacity_of(sample), duration_s=duration_s,
+        pools=prefill_instances > 0, capacity_of=capacity_of,
+    )  # fmt: skip
 
 
 def run_rate(saturation: Saturation) -> float:

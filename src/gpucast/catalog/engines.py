@@ -48,6 +48,8 @@ ENGINE_COLUMNS = (
     "default_precision",
     "kv_precisions",
     "kv_source_url",
+    "weight_precisions",
+    "weight_source_url",
     "multi_gpu",
     "vendors",
     "max_sequences",
@@ -88,6 +90,8 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
                 default_precision=cast(InferPrecision, row["default_precision"]),
                 kv_precisions=split_bar(row["kv_precisions"]),
                 kv_source_url=row["kv_source_url"],
+                weight_precisions=split_bar(row["weight_precisions"]),
+                weight_source_url=row["weight_source_url"],
                 multi_gpu=cast(MultiGpu, row["multi_gpu"]),
                 vendors=split_bar(row["vendors"]),
                 max_sequences=parse_int(

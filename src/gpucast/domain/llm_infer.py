@@ -186,6 +186,10 @@ class EngineProfile(VendorBound):
     #: stated in the catalog, so not checked)
     kv_precisions: tuple[str, ...] = ()
     kv_source_url: str = ""
+    #: the precisions it serves weights in, and the page that says so (empty: not stated in
+    #: the catalog, so not checked)
+    weight_precisions: tuple[str, ...] = ()
+    weight_source_url: str = ""
     multi_gpu: MultiGpu = "tensor"
     #: the GPU vendors it runs on (empty: any -- llama.cpp's CUDA, HIP, SYCL and Vulkan
     #: back ends, eager PyTorch)
@@ -235,12 +239,14 @@ class EngineProfile(VendorBound):
         if not self.name:
             raise InvalidSpecError(f"{owner}.name", "must not be empty")
         check_precision(f"{owner}.default_precision", self.default_precision)
-        for kv in self.kv_precisions:
-            check_precision(f"{owner}.kv_precisions", kv)
-        if self.kv_precisions and not self.kv_source_url:
-            raise InvalidSpecError(
-                f"{owner}.kv_source_url", "is required with kv_precisions (the page that says so)"
-            )
+        for kind in ("kv", "weight"):
+            for value in getattr(self, f"{kind}_precisions"):
+                check_precision(f"{owner}.{kind}_precisions", value)
+            if getattr(self, f"{kind}_precisions") and not getattr(self, f"{kind}_source_url"):
+                raise InvalidSpecError(
+                    f"{owner}.{kind}_source_url",
+                    f"is required with {kind}_precisions (the page that says so)",
+                )
         if self.multi_gpu not in MULTI_GPU_MODES:
             raise InvalidSpecError(
                 f"{owner}.multi_gpu", f"must be one of {', '.join(MULTI_GPU_MODES)}",
@@ -281,15 +287,35 @@ class EngineProfile(VendorBound):
     def check_kv_precision(self, kv: str) -> None:
         """One clear error where the engine cannot keep its KV cache in ``kv``
         (:attr:`kv_precisions`; not checked where the catalog states none)."""
-        if self.kv_precisions and kv not in self.kv_precisions:
-            *most, last = self.kv_precisions
-            kept = f"{', '.join(most)} or {last}" if most else last
+        if not self.kv_precisions:
+            return
+        self._check_listed(
+            "kv-precision", kv, self.kv_precisions, "keeps its KV cache in", self.kv_source_url,
+            f"use --kv-precision {self.kv_precisions[-1]} (its smallest), or another --framework",
+        )  # fmt: skip
+
+    def check_weight_precision(self, weights: str) -> None:
+        """One clear error where the engine cannot serve weights at ``weights``
+        (:attr:`weight_precisions`; not checked where the catalog states none)."""
+        if not self.weight_precisions:
+            return
+        self._check_listed(
+            "precision", weights, self.weight_precisions, "serves weights in",
+            self.weight_source_url,
+            f"use --precision {self.weight_precisions[0]}, or another --framework (e.g. vllm) "
+            f"for {weights} weights",
+        )  # fmt: skip
+
+    def _check_listed(
+        self, field: str, value: str, listed: tuple[str, ...], does: str, url: str, fix: str
+    ) -> None:
+        """``value`` of ``field`` outside the catalog's ``listed`` precisions (from ``url``)
+        refused in one line."""
+        if value not in listed:
+            *most, last = listed
+            which = f"{', '.join(most)} or {last}" if most else last
             raise InvalidSpecError(
-                "kv-precision",
-                f"{self.display_name} keeps its KV cache in {kept} only ({self.kv_source_url})",
-                got=kv,
-                fix=f"use --kv-precision {self.kv_precisions[-1]} (its smallest), or another "
-                "--framework",
+                field, f"{self.display_name} {does} {which} only ({url})", got=value, fix=fix
             )
 
     def with_params(
@@ -334,6 +360,8 @@ class EngineProfile(VendorBound):
             "default_precision": self.default_precision,
             "kv_precisions": list(self.kv_precisions),
             "kv_source_url": self.kv_source_url,
+            "weight_precisions": list(self.weight_precisions),
+            "weight_source_url": self.weight_source_url,
             "multi_gpu": self.multi_gpu,
             "vendors": list(self.vendors),
             "max_sequences": self.max_sequences,
@@ -364,6 +392,8 @@ class EngineProfile(VendorBound):
             default_precision=data.get("default_precision", "fp16"),
             kv_precisions=tuple(str(k) for k in data.get("kv_precisions", ())),
             kv_source_url=str(data.get("kv_source_url", "")),
+            weight_precisions=tuple(str(k) for k in data.get("weight_precisions", ())),
+            weight_source_url=str(data.get("weight_source_url", "")),
             multi_gpu=data.get("multi_gpu", "tensor"),
             vendors=tuple(str(v) for v in data.get("vendors", ())),
             max_sequences=int(data.get("max_sequences", 256)),

@@ -199,6 +199,8 @@ def llm_traffic(
             if note:
                 times, inp, out = times[part] - times[part.start], inp[part], out[part]
                 source += note
+        else:  # replayed whole: its busiest hour named, what plan serve sizes for
+            source += cnn_inputs.whole_trace_note(times)
         # what the replayed requests' lengths need: counted on those replayed only
         if drawn:
             inp, out, notes = _clip(inp, out, spec, "lengths")
@@ -557,9 +559,16 @@ def instance_price(
     name = catalog.gpu(gpu).name
     filtered = bool(providers or regions or spot)
     sold = filtered or any(o.gpus >= 1 for o in catalog.find_offers(gpu=name))
-    offers = (
-        gpu_offers(gpus=(name,), providers=providers, regions=regions, spot=spot) if sold else []
-    )
+    try:
+        offers = (
+            gpu_offers(gpus=(name,), providers=providers, regions=regions, spot=spot)
+            if sold
+            else []
+        )
+    except InvalidSpecError:  # the filters leave no offer: the GPU named, as for a CNN
+        raise cnn_inputs.no_offer_within(
+            name, providers=providers, regions=regions, spot=spot
+        ) from None
     choices = [gpu_choice(*row) for row in offers]
     rented = cheapest_for_tp(choices, tp)
     short = rented is None and bool(choices)

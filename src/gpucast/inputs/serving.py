@@ -157,14 +157,7 @@ def gpu_server(
     ]
     filtered = bool(providers or regions or spot)
     if filtered and not offers:
-        flags = [f"--provider {','.join(providers)}"] * bool(providers)
-        flags += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
-        raise InvalidSpecError(
-            "gpu",
-            f"no catalog offer of {spec.name} within {' '.join(flags)}",
-            fix="relax --provider / --region / --spot (see gpucast catalog offers --gpu "
-            f"{spec.name})",
-        )
+        raise no_offer_within(spec.name, providers=providers, regions=regions, spot=spot)
     offer = min(offers, key=lambda o: o.price_usd_per_hour(spot=spot) / o.gpus) if offers else None
     where = ""
     if offer is not None:
@@ -347,6 +340,21 @@ def build_server_options(
             fix="relax --gpu / --provider / --region / --spot",
         )
     return options, targets
+
+
+def no_offer_within(
+    gpu: str, *, providers: Sequence[str] = (), regions: Sequence[str] = (), spot: bool = False
+) -> InvalidSpecError:
+    """The error where the provider, region and spot filters leave no catalog offer of
+    ``gpu`` (a canonical name): the GPU named, with the filters that left it out (``simulate
+    serve``'s line, for a CNN and a language model alike)."""
+    flags = [f"--provider {','.join(providers)}"] * bool(providers)
+    flags += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
+    return InvalidSpecError(
+        "gpu",
+        f"no catalog offer of {gpu} within {' '.join(flags)}",
+        fix=f"relax --provider / --region / --spot (see gpucast catalog offers --gpu {gpu})",
+    )
 
 
 def unserved_gpus(
@@ -929,10 +937,11 @@ def busiest_part(times_s: FloatArray, window_s: float) -> tuple[slice, str]:
     return slice(lo, hi), text
 
 
-def _whole_trace_note(times_s: FloatArray) -> str:
+def whole_trace_note(times_s: FloatArray) -> str:
     """What the arrivals' source adds where a simulation replays all of a trace longer than
     the window a plan replays: the plan's busiest hour, so the two verbs agree in words
-    (QA 40 V #11); "" for a trace no longer than it."""
+    (QA 40 V #11; a language model's trace alike, :func:`gpucast.inputs.llm_serving.
+    llm_traffic`); "" for a trace no longer than it."""
     from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
     from gpucast.domain.units import format_duration
     from gpucast.simulate import arrivals as gen
@@ -1024,7 +1033,7 @@ def arrivals(
             )
     span = float(times[-1]) if duration_s is None else min(duration_s, own)
     if duration_s is None and window_s is None:
-        source += _whole_trace_note(times)
+        source += whole_trace_note(times)
     if times.size < n:  # what is simulated: the requests kept and the rate they offer
         source += (
             f", first {duration_s:g} s ({times.size} of {n} requests, "

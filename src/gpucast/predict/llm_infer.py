@@ -467,6 +467,7 @@ def resolve_precisions(
     the engine cannot keep (:meth:`EngineProfile.check_kv_precision`) refused."""
     weights = precision or engine.default_precision
     check_precision("precision", weights)
+    engine.check_weight_precision(weights)
     kv = kv_precision or (weights if weights in ("fp16", "bf16", "fp8") else "fp16")
     check_precision("kv-precision", kv)
     engine.check_kv_precision(kv)

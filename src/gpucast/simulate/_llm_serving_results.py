@@ -73,7 +73,9 @@ class InstanceStats:
             "busy_fraction": self.busy_fraction,
             "preemptions": self.preemptions,
             "peak_kv_utilisation": self.peak_kv_utilisation,
-            "mean_running": self.mean_running if self.decode_steps else math.nan,
+            # none decoded (a prefill instance, one-token outputs): None, JSON null, as the
+            # CLI's --json writes it (a NaN read null there and NaN from to_dict())
+            "mean_running": self.mean_running if self.decode_steps else None,
             "decode_steps": self.decode_steps,
             "max_waiting": self.max_waiting,
             "tokens": self.tokens,

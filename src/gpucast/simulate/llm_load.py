@@ -31,6 +31,8 @@ LLM_MAX_REQUESTS = 20_000
 #: Fewest requests one probe offers (its first run is lengthened to this, a short
 #: ``duration_s`` at a low rate would offer none).
 LLM_MIN_REQUESTS = 200
+#: What a language model's saturation rates are clipped to, in words (:meth:`Saturation.within`)
+LLM_BOUND = "the analytic capacity: every instance busy, decoding at its largest batch"
 
 
 def work_s(requests: LlmRequests, cost: IterationCost, max_num_seqs: int) -> tuple[float, float]:
@@ -214,26 +216,39 @@ def find_llm_saturation(
     max_probes: int = 30,
     max_requests: int = LLM_MAX_REQUESTS,
     pools: bool = False,
+    capacity_of: Callable[[LlmRequests], float] | None = None,
 ) -> Saturation:
     """The highest request rate the deployment ``run`` simulates holds: the CNN path's search
     (:func:`gpucast.simulate.serving.search_saturation`) over :func:`probe_llm_rate`, each
     probe knowing the most requests/s any lower offered rate served (a preemption storm's
-    fall). ``pools``: ``run`` simulates prefill/decode pools (the criterion's words)."""
+    fall). ``pools``: ``run`` simulates prefill/decode pools (the criterion's words).
+    ``capacity_of``: the deployment's :func:`analytic_capacity_rps` of a set of requests;
+    the rates are then clipped to the largest of it over the probes' runnable requests, as
+    the CNN search clips to its analytic capacity (a probe's window counts the completions
+    of requests already in service at its start)."""
     if not (math.isfinite(duration_s) and duration_s > 0):
         raise InvalidSpecError("duration-s", "must be > 0 seconds", got=duration_s)
     done: list[SaturationProbe] = []
+    bounds: list[float] = []
+
+    def measured(rate: float, span: float) -> LlmServingResult:
+        result = run(rate, span)
+        if capacity_of is not None:
+            bounds.append(capacity_of(result.requests.take(result.status != DROPPED)))
+        return result
 
     def probe(rate: float) -> SaturationProbe:
         below = max((p.served_rps for p in done if p.offered_rps < rate), default=0.0)
         found = probe_llm_rate(
-            run, rate, duration_s=duration_s, tolerance=tolerance, max_requests=max_requests,
-            best_below_rps=below,
+            measured, rate, duration_s=duration_s, tolerance=tolerance,
+            max_requests=max_requests, best_below_rps=below,
         )  # fmt: skip
         done.append(found)
         return found
 
-    return search_saturation(
+    sat = search_saturation(
         probe, start_rps=start_rps,
         criterion=llm_criterion(duration_s, tolerance, max_requests, pools=pools),
         precision=precision, max_probes=max_probes,
     )  # fmt: skip
+    return sat.within(max(bounds), LLM_BOUND) if bounds else sat

@@ -1093,11 +1093,15 @@ class Saturation:
     criterion: str
     probes: tuple[SaturationProbe, ...]
     counted_peak_rps: float | None = None
+    #: what the rates were clipped to, in words (:attr:`edge_note`)
+    bound: str = "the capacity of its slowest stage"
 
-    def within(self, capacity_rps: float) -> Saturation:
+    def within(self, capacity_rps: float, bound: str | None = None) -> Saturation:
         """The rates clipped to ``capacity_rps``, an upper bound on what the deployment
-        carries for long (:func:`analytic_capacity_rps`), the count kept where it was over
-        (QA 40 V #8: a host carrying 244 req/s read a peak of 244.3)."""
+        carries for long (:func:`analytic_capacity_rps`; a language model's:
+        :func:`gpucast.simulate.llm_load.analytic_capacity_rps`, named by ``bound``), the
+        count kept where it was over (QA 40 V #8: a host carrying 244 req/s read a peak of
+        244.3)."""
         if self.peak_throughput_rps <= capacity_rps and self.saturation_rps <= capacity_rps:
             return self
         return dataclasses.replace(
@@ -1105,6 +1109,7 @@ class Saturation:
             saturation_rps=min(self.saturation_rps, capacity_rps),
             peak_throughput_rps=min(self.peak_throughput_rps, capacity_rps),
             counted_peak_rps=self.peak_throughput_rps,
+            bound=self.bound if bound is None else bound,
         )
 
     @property
@@ -1113,7 +1118,7 @@ class Saturation:
         if self.counted_peak_rps is None:
             return ""
         return (
-            f" (the capacity of its slowest stage; {self.counted_peak_rps:.1f} counted over a "
+            f" ({self.bound}; {self.counted_peak_rps:.1f} counted over a "
             "probe's window, whose start finds requests already in service)"
         )
 
