@@ -141,6 +141,11 @@ def test_a_trace_keeps_its_tokens_skips_bad_rows_and_drops_what_cannot_fit(
     assert faster.requests.arrival_s[-1] == pytest.approx(
         result.serving.requests.arrival_s[-1] / 10
     )
+    slower = gpucast.simulate_llm_serve(
+        model="llama-2-7b", gpu="A100-80GB", arrivals=f"trace:{path}", time_scale=0.5
+    )  # QA 40 FB: it read "0.5x faster"
+    said = str(slower.to_dict()["sources"])
+    assert "2x slower (--time-scale 0.5)" in said and "0.5x faster" not in said
 
 
 def test_refusals_are_one_line(tmp_path: Path) -> None:
