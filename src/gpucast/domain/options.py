@@ -147,13 +147,13 @@ def _read_on_init(cls: type) -> None:
     TypeError in ``__post_init__``; ``resolve`` converted it only afterwards), and ``None``
     for a required field says "is required", as a keyword option does (QA 40 P #2: a
     TypeError deep in the workload parser)."""
-    init = cls.__init__
+    init = vars(cls)["__init__"]  # the dataclass's own
 
     @functools.wraps(init)
     def __init__(self: Any, *args: Any, **values: Any) -> None:
         init(self, *args, **_as_held(cls, values))
 
-    cls.__init__ = __init__  # type: ignore[misc]
+    cls.__init__ = __init__  # type: ignore[misc]  # cls: a dataclass, its __init__ ours
 
 
 def _as_held(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
