@@ -64,6 +64,17 @@ def test_an_unknown_name_can_name_its_flag_and_its_kind() -> None:
     assert str(err) == "lifetimes: unknown lifetimes model 'nope': none known; fit one"
 
 
+def test_an_unknown_name_keeps_its_field_as_a_spec_error_does() -> None:
+    # QA 40 P #3: "gpu: unknown GPU 'V1000'" had no .field (InvalidSpecError has one), so a
+    # caller catching InvalidInputError and reading error.field got an AttributeError
+    from gpucast.domain.errors import UnknownNameError, UnknownWorkloadError
+
+    assert UnknownGpuError("V1000", ["V100"]).field == "gpu"
+    assert UnknownWorkloadError("nope", ["mlp"]).field == "workload"
+    assert UnknownNameError("nope", [], field="lifetimes").field == "lifetimes"
+    assert UnknownNameError("nope", []).field is None
+
+
 def test_data_format_error_names_file_line_column() -> None:
     err = DataFormatError("rows.csv", "not a number", line=7, column="Step Time (s)", fix="fix it")
     text = str(err)
@@ -151,6 +162,16 @@ def test_a_zero_duration_names_the_form_that_works(text: str) -> None:
     # session 34 QA: plan train --deadline 0 said only "deadline: must be > 0 (got '0')"
     with pytest.raises(InvalidSpecError, match=r"deadline: must be > 0 .*; give a duration like"):
         parse_duration_s(text, field="deadline")
+
+
+@pytest.mark.parametrize("seconds", [math.inf, -math.inf, math.nan])
+def test_a_duration_that_is_not_finite_says_finite(seconds: float) -> None:
+    # QA 40 P #4: plan_train(deadline=float("inf")) said "deadline: must be > 0 (got inf)"
+    from gpucast.domain.units import duration_s
+
+    with pytest.raises(InvalidSpecError) as info:
+        duration_s(seconds, field="deadline")
+    assert str(info.value) == f"deadline: must be a finite number > 0 (got {seconds})"
 
 
 def test_workload_spec_validates() -> None:

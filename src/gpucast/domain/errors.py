@@ -153,6 +153,8 @@ class UnknownNameError(InvalidInputError):
         field = field or self.default_field
         detail = f"unknown {what} {as_typed(name)}: {hint}"
         super().__init__(f"{field + ': ' if field else ''}{detail}", fix=fix)
+        #: the flag the name came from, as :class:`InvalidSpecError` names its (QA 40 P #3)
+        self.field = field
         #: the message without the field, for a caller that names the field its own way
         self.detail = detail
         self.name = name

@@ -61,8 +61,9 @@ def parse_duration_s(text: str, *, field: str = "duration", allow_zero: bool = F
 def require_positive(field: str, value: float, *, allow_zero: bool = False) -> float:
     """Return ``value`` if it is finite and > 0 (or >= 0), else raise naming ``field``."""
     ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        raise InvalidSpecError(field, "must be >= 0" if allow_zero else "must be > 0", got=value)
+    if not ok:  # QA 40 P #4: "must be > 0 (got inf)" -- inf is > 0
+        finite = "" if math.isfinite(value) else "a finite number "
+        raise InvalidSpecError(field, f"must be {finite}{'>=' if allow_zero else '>'} 0", got=value)
     return value
 
 
