@@ -100,6 +100,20 @@ def test_a_request_built_by_hand_is_read_before_its_own_checks_run() -> None:
     )
 
 
+def test_a_request_built_by_hand_reads_text_through_its_field_s_own_parser() -> None:
+    # QA 40 P #8: TrainRequest(deadline_s="24h") said "deadline: must be a number (got
+    # '24h'); e.g. --deadline 24h", providers="gcp" was read letter by letter ("unknown
+    # provider 'g'"), and PredictInferRequest(precision="FP8") was refused where
+    # precision="FP8" as a keyword ran: a field with its own parse now reads text as its flag does
+    from gpucast.app.infer import PredictInferRequest
+
+    plan = TrainRequest(**PLAN, deadline_s="24h", providers="GCP,aws")  # type: ignore[arg-type]
+    assert (plan.deadline_s, plan.providers) == (86400.0, ("gcp", "aws"))
+    assert plan == build(TrainRequest, {**PLAN, "deadline": "24h", "provider": "GCP,aws"})
+    infer = {"model": "llama-2-7b", "gpu": "A100", "input_len": 100, "output_len": 10}
+    assert PredictInferRequest(**infer, precision="FP8").precision == "fp8"
+
+
 def test_a_request_built_by_hand_with_none_for_a_required_field_says_it_is_required() -> None:
     # QA 40 P #2: PredictTrainRequest(workload=None, ...) reached the workload parser, a
     # TypeError ("argument of type 'NoneType' is not iterable"); keyword options say "is required"

@@ -165,6 +165,10 @@ def _as_held(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
                 raise _required(cls, f, values)
         elif f.info.parse is None and not _holds(f, value):
             out[f.name] = convert(f, value)
+        elif f.info.parse is not None and isinstance(value, str):
+            # text, as a person types it: read by the field's own parse, as its flag reads
+            # it (QA 40 P #8: deadline_s="24h" refused, providers="gcp" read letter by letter)
+            out[f.name] = f.info.parse(value)
     return out
 
 
