@@ -75,6 +75,16 @@ def test_an_unknown_name_keeps_its_field_as_a_spec_error_does() -> None:
     assert UnknownNameError("nope", []).field is None
 
 
+def test_an_unknown_model_starts_with_its_flag_as_every_error_does() -> None:
+    # QA 40 P #5: predict infer --model llama-7b said "unknown model 'llama-7b': ..." where
+    # every other line starts with its flag (every raiser's flag is --model)
+    from gpucast.domain.errors import UnknownModelError
+
+    err = UnknownModelError("llama-7b", ["llama-2-7b"])
+    assert err.field == "model"
+    assert str(err) == "model: unknown model 'llama-7b': did you mean llama-2-7b?"
+
+
 def test_data_format_error_names_file_line_column() -> None:
     err = DataFormatError("rows.csv", "not a number", line=7, column="Step Time (s)", fix="fix it")
     text = str(err)

@@ -183,9 +183,10 @@ class UnknownWorkloadError(UnknownNameError):
 
 
 class UnknownModelError(UnknownNameError):
-    """A language model not in the catalog's ``llm_models.csv``."""
+    """A model not in the catalog (``llm_models.csv``, ``embedding_tables.csv``): ``--model``."""
 
     kind = "model"
+    default_field = "model"  # QA 40 P #5: the one error line that did not start with its flag
 
 
 class UnknownEngineError(UnknownNameError):
