@@ -174,14 +174,23 @@ def test_a_zero_duration_names_the_form_that_works(text: str) -> None:
         parse_duration_s(text, field="deadline")
 
 
-@pytest.mark.parametrize("seconds", [math.inf, -math.inf, math.nan])
-def test_a_duration_that_is_not_finite_says_finite(seconds: float) -> None:
-    # QA 40 P #4: plan_train(deadline=float("inf")) said "deadline: must be > 0 (got inf)"
+@pytest.mark.parametrize(
+    ("seconds", "constraint"),
+    [(math.inf, "a finite number > 0"), (-math.inf, "a finite number > 0"),
+     (math.nan, "a finite number > 0"), (-1.0, "> 0")],
+)  # fmt: skip
+def test_a_duration_in_seconds_out_of_range_says_why_and_the_fix(
+    seconds: float, constraint: str
+) -> None:
+    # QA 40 P #4: plan_train(deadline=float("inf")) said "deadline: must be > 0 (got inf)";
+    # #6: deadline=-1 named no fix (the same value as text, "-1h", does)
     from gpucast.domain.units import duration_s
 
     with pytest.raises(InvalidSpecError) as info:
         duration_s(seconds, field="deadline")
-    assert str(info.value) == f"deadline: must be a finite number > 0 (got {seconds})"
+    assert str(info.value) == (
+        f"deadline: must be {constraint} (got {seconds}); give a duration like 90s, 15m, 24h or 2d"
+    )
 
 
 def test_workload_spec_validates() -> None:
