@@ -3,7 +3,7 @@
 The Python API is one function per CLI verb (:mod:`gpucast.app`), re-exported here::
 
     import gpucast
-    prof = gpucast.profile_workload("resnet50", batch_size=64)      # WorkloadProfile
+    prof = gpucast.profile_workload("resnet50", batch_size=64)  # ProfileResult (.profile)
     plan = gpucast.plan_train(workload="resnet50", epochs=90, dataset_size=1281167)
     sim = gpucast.simulate_train(gpu="K80", workers=4, region="us-east1", spot=True,
                                  workload="cifar-resnet32", steps=64000)

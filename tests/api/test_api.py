@@ -25,6 +25,16 @@ def test_profile_and_measure_are_packages_and_the_verbs_are_functions() -> None:
     assert gpucast.measure_train.__module__ == "gpucast.app.measure"
 
 
+def test_the_package_docstring_names_what_each_example_returns() -> None:
+    # QA 40 P #7: help(gpucast) said profile_workload(...) is a WorkloadProfile; it is a
+    # ProfileResult, whose .profile is the WorkloadProfile (as the README says)
+    import re
+
+    named = dict(re.findall(r"= gpucast\.(\w+)\(.*?# (\w+)", gpucast.__doc__ or ""))
+    result = gpucast.profile_workload("mlp", batch_size=4, save=False)
+    assert named["profile_workload"] == type(result).__name__
+
+
 # ------------------------------------------------------------------ profile_workload
 def test_profile_with_keyword_options(tmp_path: Path) -> None:
     result = gpucast.profile_workload(workload="mlp", batch_size=4, save=False, db=tmp_path / "x")

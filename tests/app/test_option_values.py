@@ -85,6 +85,49 @@ def test_a_request_built_by_hand_reads_its_values_as_the_options_do() -> None:
         resolve(SimulateTrainRequest, SimulateTrainRequest(**SIMULATE, steps=100, runs=2.5), {})
 
 
+def test_a_request_built_by_hand_is_read_before_its_own_checks_run() -> None:
+    # QA 40 P #1: PredictTrainRequest(batch_size="64") raised TypeError ('<' between str and
+    # int) in its own __post_init__, before resolve() read the value as --batch-size reads it
+    from gpucast.app.predict import PredictTrainRequest
+
+    request = PredictTrainRequest(workload="resnet50", batch_size="64", gpu="V100")  # type: ignore[arg-type]
+    assert request.batch_size == 64
+    with pytest.raises(InvalidSpecError) as info:
+        PredictTrainRequest(workload="resnet50", batch_size="sixty", gpu="V100")  # type: ignore[arg-type]
+    assert (info.value.field, info.value.exit_code) == ("batch-size", 2)
+    assert str(info.value) == (
+        "batch-size: must be a whole number (got 'sixty'); e.g. --batch-size 64"
+    )
+
+
+def test_a_request_built_by_hand_reads_text_through_its_field_s_own_parser() -> None:
+    # QA 40 P #8: TrainRequest(deadline_s="24h") said "deadline: must be a number (got
+    # '24h'); e.g. --deadline 24h", providers="gcp" was read letter by letter ("unknown
+    # provider 'g'"), and PredictInferRequest(precision="FP8") was refused where
+    # precision="FP8" as a keyword ran: a field with its own parse now reads text as its flag does
+    from gpucast.app.infer import PredictInferRequest
+
+    plan = TrainRequest(**PLAN, deadline_s="24h", providers="GCP,aws")  # type: ignore[arg-type]
+    assert (plan.deadline_s, plan.providers) == (86400.0, ("gcp", "aws"))
+    assert plan == build(TrainRequest, {**PLAN, "deadline": "24h", "provider": "GCP,aws"})
+    infer = {"model": "llama-2-7b", "gpu": "A100", "input_len": 100, "output_len": 10}
+    assert PredictInferRequest(**infer, precision="FP8").precision == "fp8"
+
+
+def test_a_request_built_by_hand_with_none_for_a_required_field_says_it_is_required() -> None:
+    # QA 40 P #2: PredictTrainRequest(workload=None, ...) reached the workload parser, a
+    # TypeError ("argument of type 'NoneType' is not iterable"); keyword options say "is required"
+    import gpucast
+    from gpucast.app.predict import PredictTrainRequest
+
+    with pytest.raises(InvalidSpecError) as by_keyword:
+        gpucast.predict_train(workload=None, batch_size=64, gpu="V100")
+    with pytest.raises(InvalidSpecError) as by_hand:
+        PredictTrainRequest(workload=None, batch_size=64, gpu="V100")  # type: ignore[arg-type]
+    assert str(by_hand.value) == str(by_keyword.value)
+    assert str(by_hand.value) == "workload: is required; e.g. --workload resnet50"
+
+
 @pytest.mark.parametrize("request_object", [False, True])
 def test_one_option_in_two_spellings_is_refused(request_object: bool) -> None:
     # QA 38 A #14: batch_size=32 and "batch-size"=64 ran whichever came last, silently

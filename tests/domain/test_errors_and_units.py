@@ -64,6 +64,27 @@ def test_an_unknown_name_can_name_its_flag_and_its_kind() -> None:
     assert str(err) == "lifetimes: unknown lifetimes model 'nope': none known; fit one"
 
 
+def test_an_unknown_name_keeps_its_field_as_a_spec_error_does() -> None:
+    # QA 40 P #3: "gpu: unknown GPU 'V1000'" had no .field (InvalidSpecError has one), so a
+    # caller catching InvalidInputError and reading error.field got an AttributeError
+    from gpucast.domain.errors import UnknownNameError, UnknownWorkloadError
+
+    assert UnknownGpuError("V1000", ["V100"]).field == "gpu"
+    assert UnknownWorkloadError("nope", ["mlp"]).field == "workload"
+    assert UnknownNameError("nope", [], field="lifetimes").field == "lifetimes"
+    assert UnknownNameError("nope", []).field is None
+
+
+def test_an_unknown_model_starts_with_its_flag_as_every_error_does() -> None:
+    # QA 40 P #5: predict infer --model llama-7b said "unknown model 'llama-7b': ..." where
+    # every other line starts with its flag (every raiser's flag is --model)
+    from gpucast.domain.errors import UnknownModelError
+
+    err = UnknownModelError("llama-7b", ["llama-2-7b"])
+    assert err.field == "model"
+    assert str(err) == "model: unknown model 'llama-7b': did you mean llama-2-7b?"
+
+
 def test_data_format_error_names_file_line_column() -> None:
     err = DataFormatError("rows.csv", "not a number", line=7, column="Step Time (s)", fix="fix it")
     text = str(err)
@@ -151,6 +172,25 @@ def test_a_zero_duration_names_the_form_that_works(text: str) -> None:
     # session 34 QA: plan train --deadline 0 said only "deadline: must be > 0 (got '0')"
     with pytest.raises(InvalidSpecError, match=r"deadline: must be > 0 .*; give a duration like"):
         parse_duration_s(text, field="deadline")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "constraint"),
+    [(math.inf, "a finite number > 0"), (-math.inf, "a finite number > 0"),
+     (math.nan, "a finite number > 0"), (-1.0, "> 0")],
+)  # fmt: skip
+def test_a_duration_in_seconds_out_of_range_says_why_and_the_fix(
+    seconds: float, constraint: str
+) -> None:
+    # QA 40 P #4: plan_train(deadline=float("inf")) said "deadline: must be > 0 (got inf)";
+    # #6: deadline=-1 named no fix (the same value as text, "-1h", does)
+    from gpucast.domain.units import duration_s
+
+    with pytest.raises(InvalidSpecError) as info:
+        duration_s(seconds, field="deadline")
+    assert str(info.value) == (
+        f"deadline: must be {constraint} (got {seconds}); give a duration like 90s, 15m, 24h or 2d"
+    )
 
 
 def test_workload_spec_validates() -> None:

@@ -153,6 +153,8 @@ class UnknownNameError(InvalidInputError):
         field = field or self.default_field
         detail = f"unknown {what} {as_typed(name)}: {hint}"
         super().__init__(f"{field + ': ' if field else ''}{detail}", fix=fix)
+        #: the flag the name came from, as :class:`InvalidSpecError` names its (QA 40 P #3)
+        self.field = field
         #: the message without the field, for a caller that names the field its own way
         self.detail = detail
         self.name = name
@@ -181,9 +183,10 @@ class UnknownWorkloadError(UnknownNameError):
 
 
 class UnknownModelError(UnknownNameError):
-    """A language model not in the catalog's ``llm_models.csv``."""
+    """A model not in the catalog (``llm_models.csv``, ``embedding_tables.csv``): ``--model``."""
 
     kind = "model"
+    default_field = "model"  # QA 40 P #5: the one error line that did not start with its flag
 
 
 class UnknownEngineError(UnknownNameError):

@@ -40,6 +40,10 @@ def usd_per_million(usd_per_hour: float, served_per_s: float) -> float:
     return usd_per_hour / (served_per_s * 3600.0) * 1e6 if served_per_s > 0 else math.inf
 
 
+#: The fix of a duration out of range, typed or given as seconds
+DURATION_FIX = "give a duration like 90s, 15m, 24h or 2d"
+
+
 def parse_duration_s(text: str, *, field: str = "duration", allow_zero: bool = False) -> float:
     """Parse ``"90"``, ``"90s"``, ``"15m"``, ``"24h"`` or ``"2d"`` into seconds (> 0, or >= 0
     with ``allow_zero``: ``"0"``, ``"0h"``)."""
@@ -53,7 +57,7 @@ def parse_duration_s(text: str, *, field: str = "duration", allow_zero: bool = F
             field,
             "must be >= 0" if allow_zero else "must be > 0",
             got=text,
-            fix="give a duration like 90s, 15m, 24h or 2d",
+            fix=DURATION_FIX,
         )
     return value
 
@@ -61,8 +65,10 @@ def parse_duration_s(text: str, *, field: str = "duration", allow_zero: bool = F
 def require_positive(field: str, value: float, *, allow_zero: bool = False) -> float:
     """Return ``value`` if it is finite and > 0 (or >= 0), else raise naming ``field``."""
     ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        raise InvalidSpecError(field, "must be >= 0" if allow_zero else "must be > 0", got=value)
+    if not ok:  # QA 40 P #4, #6: "must be > 0 (got inf)" -- inf is > 0 -- and no fix
+        finite = "" if math.isfinite(value) else "a finite number "
+        bound = f"must be {finite}{'>=' if allow_zero else '>'} 0"
+        raise InvalidSpecError(field, bound, got=value, fix=DURATION_FIX)
     return value
 
 
