@@ -51,3 +51,23 @@ def test_learners_whose_replicas_do_not_fit_are_refused() -> None:
     line = result.output.strip()
     assert len(line.splitlines()) == 1
     assert line.startswith("error: learners: 8 learners of 8 need") and "GiB usable" in line
+
+
+def test_the_most_learners_that_fit_is_the_largest_that_does() -> None:
+    """The fix names the largest count that fits (found by bisection: a linear scan down from
+    --learners 1000000000 took 3 minutes, the fuzz suite's slowest case)."""
+    from gpucast.domain.errors import InvalidSpecError
+
+    try:
+        gpucast.predict_train(workload="mlp", batch_size=4, gpu="V100", learners=10**9)
+    except InvalidSpecError as exc:
+        most = int(str(exc.fix).split("--learners ")[1].split()[0])
+    else:
+        raise AssertionError("10**9 learners fit one V100")
+    assert gpucast.predict_train(workload="mlp", batch_size=4, gpu="V100", learners=most)
+    try:
+        gpucast.predict_train(workload="mlp", batch_size=4, gpu="V100", learners=most + 1)
+    except InvalidSpecError as exc:
+        assert f"--learners {most} or fewer" in str(exc.fix)
+    else:
+        raise AssertionError(f"{most + 1} learners fit, the fix said at most {most}")

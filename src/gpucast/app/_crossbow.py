@@ -82,7 +82,13 @@ def _check_learners_fit(
     k = request.learners
     if need(k) <= usable_bytes:
         return
-    fits = [j for j in range(k - 1, 1, -1) if need(j) <= usable_bytes]
+    # the most that fit, by bisection: need grows with the learners (a linear scan down
+    # from --learners 1000000000 took 3 minutes to say so)
+    lo, hi = 1, k  # need(lo) may not fit; need(hi) does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if need(mid) <= usable_bytes else (lo, mid)
+    fits = [lo] if lo >= 2 and need(lo) <= usable_bytes else []
     gib = 2.0**30
     raise InvalidSpecError(
         "learners",
