@@ -76,6 +76,17 @@ def test_a_deadline_that_binds_names_the_deadline_it_takes_with_the_risk() -> No
         plan_training(request(allow_spot=False, deadline_s=deadline - 60.0), context())
 
 
+def test_a_default_deadline_that_binds_is_said_to_be_the_default() -> None:
+    """QA 40 P #10: a plan given no --deadline failed on "the deadline" without saying it was
+    the 24 h default; a deadline given says nothing more."""
+    from gpucast.domain.plan import DEFAULT_DEADLINE_S
+
+    long_job = {"epochs": 20000.0, "budget_usd": 1e9}  # the fastest plan takes days
+    text = _refusal(deadline_s=DEFAULT_DEADLINE_S, **long_job)  # the value the flag defaults to
+    assert "no plan meets the deadline (1 day, --deadline's default)" in text, text
+    assert "--deadline's default" not in _refusal(deadline_s=1.5 * DEFAULT_DEADLINE_S, **long_job)
+
+
 def test_spot_plans_do_not_hide_which_constraint_binds() -> None:
     with pytest.raises(NoFeasiblePlanError) as err:
         plan_training(request(deadline_s=60.0, budget_usd=0.30), context())

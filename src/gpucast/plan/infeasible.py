@@ -133,12 +133,20 @@ def binding(
     deadline_s: float | None,
     budget_usd: float | None,
     min_p_meet: float,
+    deadline_default: bool = False,
 ) -> tuple[str, str] | None:
     """(what excludes the plans, how to relax it), or None when ``limits`` cannot tell: no
     such row, one meets both (the plans fell to a later check), or none meets a deadline
-    that can be named (simulated spot plans that revocations make miss it)."""
+    that can be named (simulated spot plans that revocations make miss it).
+    ``deadline_default``: the deadline is the option's default, which the line says (QA 40 P
+    #10: "misses the deadline" where the user had given none)."""
     if not math.isfinite(limits.cheapest_usd):
         return None
+    the_deadline = (
+        f"the deadline ({format_duration(deadline_s)}, --deadline's default)"
+        if deadline_default and deadline_s is not None
+        else "the deadline"
+    )
     sure = f" with P(meet) >= {min_p_meet:.0%}" if min_p_meet > 0 else ""
     deadline_alone = deadline_s is not None and limits.least_need_s > deadline_s
     if deadline_alone and not math.isfinite(limits.least_need_s):
@@ -152,7 +160,7 @@ def binding(
     fastest = f"the fastest plan takes {format_duration(limits.fastest_s)}"
     if deadline_alone and budget_alone:
         return (
-            "no plan meets the deadline and none is within the budget",
+            f"no plan meets {the_deadline} and none is within the budget",
             f"{fastest} (the earliest deadline a plan meets{sure}: "
             f"{format_duration(limits.least_need_s)}) and the cheapest costs "
             f"${limits.cheapest_usd:,.2f}: relax --deadline to at least "
@@ -173,13 +181,13 @@ def binding(
             relax = f"relax --deadline to at least {deadline_flag(limits.least_need_s)} and "
             relax += "raise --budget"
         return (
-            f"no plan{' within the budget' if within else ''} meets the deadline{sure}",
+            f"no plan{' within the budget' if within else ''} meets {the_deadline}{sure}",
             f"{fastest}{earliest}: {relax}"
             + (", lower --min-p-meet" if min_p_meet > 0 else "")
             + " or raise --max-gpus",
         )
     if budget_alone:
-        on_time = f" that meets the deadline{sure}" if deadline_s is not None else ""
+        on_time = f" that meets {the_deadline}{sure}" if deadline_s is not None else ""
         return (
             "every plan is over the budget",
             f"the cheapest plan{on_time} {_raise_budget(limits.cheapest_on_time_usd)}",
@@ -193,8 +201,8 @@ def binding(
             else ""
         )
         return (
-            "no plan meets both the deadline and the budget",
-            f"the cheapest plan that meets the deadline{sure} "
+            f"no plan meets both {the_deadline} and the budget",
+            f"the cheapest plan that meets {the_deadline}{sure} "
             f"{_raise_budget(limits.cheapest_on_time_usd)}{other}",
         )
     return None

@@ -972,6 +972,7 @@ def _no_plan(
         deadline_s=request.deadline_s,
         budget_usd=request.budget_usd,
         min_p_meet=request.min_p_meet,
+        deadline_default=is_default(request, "deadline_s"),
     )
     if binds is not None:
         return binding_error(binds, counts)
