@@ -113,8 +113,11 @@ def test_read_verbs_on_an_empty_file_write_nothing_into_it(tmp_path: Path) -> No
 
 
 def test_unknown_id_names_the_fix(db: Path) -> None:
-    with pytest.raises(InvalidInputError, match=r"^run-id: no run with id 99.*gpucast runs list"):
+    with pytest.raises(
+        InvalidInputError, match=r"^run-id: no run with id 99.*gpucast runs list"
+    ) as e:
         gpucast.runs_show(run_id=99, db=db)
+    assert getattr(e.value, "field", None) == "run-id"  # as the line says (QA 40 P #10)
 
 
 def test_a_workload_filter_reads_the_name_as_the_measure_verbs_do(db: Path, tmp_path: Path) -> None:

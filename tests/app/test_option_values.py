@@ -141,3 +141,15 @@ def test_one_option_in_two_spellings_is_refused(request_object: bool) -> None:
     assert str(info.value) == (
         "batch-size: is given twice, as 'batch_size' and as 'batch-size'; keep one"
     )
+
+
+def test_a_config_file_given_to_a_verb_that_reads_none_says_so() -> None:
+    """QA 40 P #9: `predict_train(config="x.yaml")` listed the verb's options, true but no
+    help: it says the verb reads no config file and which verbs do."""
+    import gpucast
+
+    with pytest.raises(InvalidSpecError) as err:
+        gpucast.predict_train(config="x.yaml", workload="mlp", batch_size=4, gpu="T4")
+    assert err.value.field == "config"
+    assert "predict train reads no config file" in str(err.value)
+    assert "the plan and simulate verbs take config=FILE" in str(err.value)

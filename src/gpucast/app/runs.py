@@ -181,7 +181,8 @@ def runs_show(
         try:
             return store.get_run(request.run_id)
         except InvalidInputError as exc:  # an unknown id (a damaged row is a StoreError)
-            raise InvalidInputError(f"run-id: {exc.message}", fix=exc.fix) from None
+            # an InvalidSpecError: the line names its field, and so does .field (QA 40 P #10)
+            raise InvalidSpecError("run-id", exc.message, fix=exc.fix) from None
 
 
 def _export_format(value: Any) -> str:

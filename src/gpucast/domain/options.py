@@ -392,7 +392,12 @@ def _unknown(cls: type, key: str, where: str | None) -> InvalidSpecError:
     names = [f.flag for f in fields_of(cls)]
     close = difflib.get_close_matches(_key(key).replace("_", "-"), names, n=1)
     prefix = f"{where}: " if where else ""
-    if close:
+    if _key(key) == "config":  # QA 40 P #9: the plan and simulate verbs read one, not this
+        fix = (
+            f"{request_name(cls)} reads no config file: give its options as keywords (the "
+            "plan and simulate verbs take config=FILE)"
+        )
+    elif close:
         fix = f"did you mean {close[0]!r}?"
     else:  # QA 38 A #5: a verb without options read "known: " (an empty list)
         fix = f"known: {', '.join(names)}" if names else f"{request_name(cls)} takes none"
