@@ -8,7 +8,6 @@ measurement (``runs show`` reuses it); ``infer-curve`` joins it in :mod:`gpucast
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING
 
 import typer
@@ -17,15 +16,22 @@ from rich.table import Table
 
 from gpucast.app.measure import MeasureInferRequest, MeasureResult, MeasureTrainRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state, working
+from gpucast.cli._common import (
+    JSON_OPTION_HELP,
+    console,
+    emit_json,
+    err_console,
+    state,
+    working,
+)
+from gpucast.cli._progress import progress_line
 from gpucast.domain.units import count_of, format_sig, percent_text
 
 if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only here
-    from collections.abc import Callable, Iterator, Set
+    from collections.abc import Set
 
     from gpucast.domain.distributed import DistributedMeasurement
     from gpucast.domain.measurement import Measurement
-    from gpucast.measure.harness import Progress
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Time training or inference steps."
@@ -167,45 +173,6 @@ def distributed_table(d: DistributedMeasurement) -> Table:
     outer.add_row(table)
     outer.add_row(ranks)
     return outer
-
-
-@contextlib.contextmanager
-def progress_line(what: str, shown: set[str] | None = None) -> Iterator[Callable[[Progress], None]]:
-    """A transient progress line on stderr; yields the ``on_progress`` callback to feed it.
-    Off a terminal (a log, CI) ``working``'s plain periodic lines carry the latest state. A
-    run's note is printed as it comes and added to ``shown``, which the result leaves out."""
-    from rich.progress import Progress as RichProgress
-    from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    latest = [f"{what}: building model"]
-
-    def remember(p: Progress) -> None:
-        if p.note is not None:  # now, not only under the table minutes later
-            err_console.print(f"[yellow]warning: {escape(p.note)}[/yellow]", highlight=False)
-            (shown if shown is not None else set()).add(p.note)  # QA 40 E: printed twice
-        ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
-        latest[0] = (
-            f"{what}: warming up ({p.n_warmup} steps)"
-            if p.phase == "warmup"
-            else f"{what}: measured, saving to the store (waiting up to {p.store_wait_s:g} s "
-            "while another process holds it)"
-            if p.phase == "saving"
-            else f"{what}: {p.n_samples} samples, CI {ci} (target ±{percent_text(p.target_ci)})"
-        )
-
-    if not err_console.is_terminal:
-        with working(lambda: latest[0]):
-            yield remember
-        return
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with RichProgress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task(latest[0], total=None)
-
-        def show(p: Progress) -> None:
-            remember(p)
-            bar.update(task, description=escape(latest[0]))
-
-        yield show
 
 
 def render(result: MeasureResult, *, as_json: bool, shown: Set[str] = frozenset()) -> None:
