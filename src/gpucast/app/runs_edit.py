@@ -159,7 +159,8 @@ def _read_frame(path: Path) -> tuple[pd.DataFrame, bool]:
 def read_export(path: Path) -> list[dict[str, Any]]:
     """The rows of a ``runs export`` file, each cell checked (one line naming the file, row
     and column of the first bad one)."""
-    from gpucast.store.transfer import RUN_COLUMNS, cell_value
+    from gpucast.store.db import RUN_COLUMNS
+    from gpucast.store.transfer import cell_value
 
     frame, is_csv = _read_frame(path)
     missing = [c for c in RUN_COLUMNS if c not in frame.columns]

@@ -48,6 +48,12 @@ _SUMMARY_COLUMNS = (
     "p5_s, p95_s, ci_halfwidth_rel, samples_per_s, n_samples, stop_reason, host, gpu_name, "
     "gpucast_version"
 )
+#: the runs table's columns: the summary's, then the spec and the result as JSON text
+RUN_COLUMNS: tuple[str, ...] = (
+    *(c.strip() for c in _SUMMARY_COLUMNS.split(",")),
+    "spec_json",
+    "result_json",
+)
 _NOT_A_STORE_FIX = (
     "pass --db with a new file or an existing gpucast store; the file was not changed"
 )

@@ -21,14 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.store.db import Store
+from gpucast.store.db import RUN_COLUMNS, Store
 
-#: the columns of the runs table an import needs (``id``: the exporting store's, mapped)
-RUN_COLUMNS: tuple[str, ...] = (
-    "id", "kind", "workload", "batch_size", "precision", "mode", "device", "created_at",
-    "spec_json", "result_json", "median_s", "mean_s", "p5_s", "p95_s", "ci_halfwidth_rel",
-    "samples_per_s", "n_samples", "stop_reason", "host", "gpu_name", "gpucast_version",
-)  # fmt: skip
 #: columns that may be empty (SQL NULL)
 NULLABLE: frozenset[str] = frozenset(
     ("mode", "device", "median_s", "mean_s", "p5_s", "p95_s", "ci_halfwidth_rel",
