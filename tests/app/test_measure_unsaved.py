@@ -46,7 +46,7 @@ def test_the_wait_on_the_store_is_said_as_such(
     is now the save, with the longest it waits; the CLI's line says so."""
     from typer.testing import CliRunner
 
-    from gpucast.cli import measure as measure_cli
+    from gpucast.cli import _progress as progress_cli  # the line measure shows
     from gpucast.cli.app import app
 
     db = tmp_path / "s.db"
@@ -66,7 +66,7 @@ def test_the_wait_on_the_store_is_said_as_such(
     gpucast.measure_train("mlp", db=db, on_progress=seen.append, **QUICK)
     last = seen[-1]
     assert getattr(last, "phase", None) == "saving" and getattr(last, "store_wait_s", 0) == 60
-    monkeypatch.setattr(measure_cli, "working", working)
+    monkeypatch.setattr(progress_cli, "working", working)
     monkeypatch.setattr(Store, "save_measurement", save_reads_the_line)
     args = ["--db", str(db), "measure", "train", "mlp", "--device", "cpu", "--batch-size", "4",
             "--max-time-s", "0.5", "--min-samples", "3"]  # fmt: skip

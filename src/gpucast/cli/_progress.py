@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @contextlib.contextmanager
-def progress_line(what: str, shown: set[str]) -> Iterator[Callable[[Progress], None]]:
+def progress_line(what: str, shown: set[str] | None = None) -> Iterator[Callable[[Progress], None]]:
     """A transient progress line on stderr; yields the ``on_progress`` callback to feed it.
     Off a terminal (a log, CI) ``working``'s plain periodic lines carry the latest state. A
     run's note is printed as it comes and added to ``shown``, which the result leaves out."""
@@ -30,7 +30,8 @@ def progress_line(what: str, shown: set[str]) -> Iterator[Callable[[Progress], N
     def remember(p: Progress) -> None:
         if p.note is not None:  # now, not only under the table minutes later
             err_console.print(f"[yellow]warning: {escape(p.note)}[/yellow]", highlight=False)
-            shown.add(p.note)  # the result leaves it out: it was printed twice (QA 40 E)
+            if shown is not None:  # the result leaves it out: printed twice (QA 40 E)
+                shown.add(p.note)
         ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
         latest[0] = (
             f"{what}: warming up ({p.n_warmup} steps)"
