@@ -22,6 +22,27 @@ def test_builtin_topologies_have_sources_and_eight_gpus() -> None:
         assert sum(nv) == 6
 
 
+def test_builtin_topologies_name_catalog_gpus_and_pcie_servers_take_any() -> None:
+    from gpucast.catalog import load_catalog
+
+    catalog = load_catalog()
+    topos = load_topologies()
+    assert topos["dgx1-v100"].gpu_names == ("V100-16GB", "V100-32GB")
+    assert topos["pcie-8gpu-2socket"].gpu_names == ()
+    for topo in topos.values():
+        for name in topo.gpu_names:
+            assert catalog.gpu(name).name == name
+
+
+def test_a_topology_gives_one_gpus_value(tmp_path: Path) -> None:
+    text = (
+        "topology,a,b,kind,links,gb_per_s_per_link,gpus\n"
+        "box,gpu0,gpu1,nvlink3,2,25,A100-40GB\nbox,gpu1,gpu2,nvlink3,2,25,H100-SXM\n"
+    )
+    with pytest.raises(DataFormatError, match=r"box's gpus is H100-SXM, but A100-40GB on line 2"):
+        parse_topologies(text, "two.csv", sourced=False)
+
+
 def test_unknown_topology_lists_close_names() -> None:
     with pytest.raises(UnknownNameError, match="dgx1-v100"):
         get_topology("dgx1-v10")

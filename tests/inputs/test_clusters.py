@@ -252,6 +252,12 @@ def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> N
             InvalidSpecError,
             r"^cluster\.topology: is not a usable server topology",
         ),
+        (  # session 41: a DGX-1's NVLink 2 links were priced for any GPU named with it
+            TOPOLOGY.replace("IDS", "0,1").replace("V100-32GB", "A100-40GB"),
+            InvalidSpecError,
+            r"^cluster\.topology: dgx1-v100 is a server of V100-16GB or V100-32GB GPUs, not "
+            r"A100-40GB .*topology: hgx-a100, or a topology CSV of your own",
+        ),
         (
             TOPOLOGY.replace("IDS", "0,1,2") + "gpus_per_node: 8\n",
             InvalidSpecError,

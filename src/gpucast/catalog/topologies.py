@@ -1,7 +1,8 @@
 """Server topologies (``data/topologies.csv``): which links join the GPUs of a server.
 
-One row per link: ``topology,a,b,kind,links,gb_per_s_per_link,source_url,as_of,note``
-(bandwidth per link per direction, GB/s). The built-in file holds a DGX-1 V100 (hybrid cube
+One row per link: ``topology,a,b,kind,links,gb_per_s_per_link,gpus,source_url,as_of,note``
+(bandwidth per link per direction, GB/s; ``gpus``, optional: the catalog GPUs the server holds,
+``|``-separated, the same on every row of a topology -- blank for a PCIe server of any GPU). The built-in file holds a DGX-1 V100 (hybrid cube
 mesh: 1 or 2 NVLink 2 links per pair, PCIe switches, two sockets), HGX A100 and H100 boards
 (every GPU on the NVSwitch) and 8- and 4-GPU PCIe servers with two sockets. A user's file of
 the same columns (``--topology FILE.csv``) is read with the same checks; a GPU that cannot
@@ -30,6 +31,7 @@ def parse_topologies(text: str, path: str, *, sourced: bool = True) -> dict[str,
     required = (*TOPOLOGY_COLUMNS, "source_url", "as_of") if sourced else TOPOLOGY_COLUMNS
     links: dict[str, list[Link]] = {}
     sources: dict[str, str] = {}
+    gpu_names: dict[str, tuple[tuple[str, ...], int]] = {}
     for line, row in read_rows(text, path, required):
         name = require_text(row["topology"], path=path, line=line, column="topology")
         try:
@@ -51,13 +53,25 @@ def parse_topologies(text: str, path: str, *, sourced: bool = True) -> dict[str,
             parse_date(row["as_of"], path=path, line=line, column="as_of")
         else:
             sources.setdefault(name, row.get("source_url", "").strip() or path)
+        names = tuple(n.strip() for n in (row.get("gpus") or "").split("|") if n.strip())
+        first = gpu_names.setdefault(name, (names, line))
+        if first[0] != names:
+            raise DataFormatError(
+                path,
+                f"topology {name}'s gpus is {'|'.join(names) or 'blank'}, but "
+                f"{'|'.join(first[0]) or 'blank'} on line {first[1]}",
+                line=line,
+                fix="give the same gpus on every row of a topology",
+            )
         links.setdefault(name, []).append(link)
     if not links:
         raise DataFormatError(path, "has no links", fix="one row per link: " + ",".join(required))
     out = {}
     for name, rows in links.items():
         try:
-            out[name] = ServerTopology(name=name, links=tuple(rows), source=sources[name])
+            out[name] = ServerTopology(
+                name=name, links=tuple(rows), source=sources[name], gpu_names=gpu_names[name][0]
+            )
         except InvalidSpecError as exc:
             raise DataFormatError(path, exc.message, fix=exc.fix) from None
     return out

@@ -68,6 +68,8 @@ class ServerTopology:
     name: str
     links: tuple[Link, ...]
     source: str = ""
+    #: The catalog GPUs the server is built for (a DGX-1's NVLink 2 is a V100's); empty: any GPU.
+    gpu_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.gpus:

@@ -73,6 +73,7 @@ from gpucast.inputs.textfiles import (
 
 if TYPE_CHECKING:
     from gpucast.domain.simulation import PriceTable
+    from gpucast.domain.topology import ServerTopology
     from gpucast.inputs.transient import Network as TransientNetwork
 
 #: The fields of a cluster description, in the order the docs list them.
@@ -306,7 +307,7 @@ def _text(values: Mapping[str, Any], key: str, default: str) -> str:
 
 
 def _topology_link(
-    origin: _Origin, values: Mapping[str, Any], per_node: int | None
+    origin: _Origin, values: Mapping[str, Any], per_node: int | None, gpu: str, catalog: Catalog
 ) -> tuple[int, float, str] | None:
     """``(GPUs per node, intra-node GB/s per GPU both directions, where that comes from)``
     from the ``topology`` and ``gpu_ids`` fields: the ring all-reduce bandwidth of the GPUs the job
@@ -337,6 +338,7 @@ def _topology_link(
             f"is not a usable server topology: {exc}",
             fix="a built-in name (see gpucast plan placement --help) or a topology CSV",
         ) from None
+    _check_topology_gpu(origin, topology, gpu, catalog)
     ids_raw = values.get("gpu_ids")
     if ids_raw is None:
         count = per_node or len(topology.gpus)
@@ -372,6 +374,33 @@ def _topology_link(
         "fewer of them (--gpus) are priced at this ring too: set gpu_ids to the GPUs a job gets"
     )
     return len(ids), 2.0 * ring, note
+
+
+def _check_topology_gpu(
+    origin: _Origin, topology: ServerTopology, gpu: str, catalog: Catalog
+) -> None:
+    """A topology built for other GPUs (a DGX-1's NVLink 2 for an A100) is refused; one built for
+    none (a PCIe server) takes any GPU. Names in a user's CSV must be catalog GPUs."""
+    if not topology.gpu_names:
+        return
+    held = []
+    for name in topology.gpu_names:
+        try:
+            held.append(catalog.gpu(name).name)
+        except UnknownGpuError:
+            raise _bad(origin, "topology", f"{topology.name}'s gpus names {name!r}, not a "
+                       "catalog GPU", fix="fix the CSV's gpus column (gpucast catalog gpus), "
+                       "or leave it blank for any GPU")  # fmt: skip
+    if gpu in held:
+        return
+    from gpucast.catalog.topologies import load_topologies
+
+    fits = [t.name for t in load_topologies().values() if gpu in t.gpu_names]
+    generic = [t.name for t in load_topologies().values() if not t.gpu_names]
+    raise _bad(origin, "topology", f"{topology.name} is a server of {' or '.join(held)} GPUs, "
+               f"not {gpu} (its links are theirs)", got=topology.name,
+               fix=f"topology: {(fits or generic)[0]}, or a topology CSV of your own "
+               "(its gpus column blank)")  # fmt: skip
 
 
 def _build(
@@ -412,7 +441,7 @@ def _build(
             fix=f"fix cluster.gpu ({origin.where('gpu')}); see `gpucast catalog gpus`",
         ) from None
     per_node = _integer(origin, values, "gpus_per_node")
-    link = _topology_link(origin, values, per_node)
+    link = _topology_link(origin, values, per_node, spec.name, catalog)
     if link is not None:
         per_node = link[0]
     if per_node is None:
