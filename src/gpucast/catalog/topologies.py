@@ -2,11 +2,11 @@
 
 One row per link: ``topology,a,b,kind,links,gb_per_s_per_link,gpus,source_url,as_of,note``
 (bandwidth per link per direction, GB/s; ``gpus``, optional: the catalog GPUs the server holds,
-``|``-separated, the same on every row of a topology -- blank for a PCIe server of any GPU). The built-in file holds a DGX-1 V100 (hybrid cube
-mesh: 1 or 2 NVLink 2 links per pair, PCIe switches, two sockets), HGX A100 and H100 boards
-(every GPU on the NVSwitch) and 8- and 4-GPU PCIe servers with two sockets. A user's file of
-the same columns (``--topology FILE.csv``) is read with the same checks; a GPU that cannot
-reach the others is one line naming it.
+``|``-separated, the same on every row of a topology -- blank for a PCIe server of any GPU).
+The built-in file holds a DGX-1 V100 (hybrid cube mesh: 1 or 2 NVLink 2 links per pair, PCIe
+switches, two sockets), HGX A100 and H100 boards (every GPU on the NVSwitch) and 8- and 4-GPU
+PCIe servers with two sockets. A user's file of the same columns (``--topology FILE.csv``) is
+read with the same checks; a GPU that cannot reach the others is one line naming it.
 """
 
 from __future__ import annotations

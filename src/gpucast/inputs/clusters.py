@@ -390,7 +390,7 @@ def _check_topology_gpu(
         except UnknownGpuError:
             raise _bad(origin, "topology", f"{topology.name}'s gpus names {name!r}, not a "
                        "catalog GPU", fix="fix the CSV's gpus column (gpucast catalog gpus), "
-                       "or leave it blank for any GPU")  # fmt: skip
+                       "or leave it blank for any GPU") from None  # fmt: skip
     if gpu in held:
         return
     from gpucast.catalog.topologies import load_topologies
