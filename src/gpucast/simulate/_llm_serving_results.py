@@ -461,7 +461,7 @@ class LlmServingResult:
             "cost_usd_per_million_total_tokens": per_million(total_per_s),
             "gpus": self.gpus,
             "preemptions": int(self.preemptions.sum()),
-            "mean_batch_size": float(np.mean(runs)) if runs else math.nan,
+            "mean_batch_size": float(np.mean(runs)) if runs else None,  # no decode step ran
             "span_s": self.span_s,
             # the steady window the rates and costs are over (None: over span_s)
             "rate_window_s": None if window is None else list(window),
