@@ -22,6 +22,7 @@ from gpucast.domain.serving import (
 )
 from gpucast.simulate import arrivals as arr
 from gpucast.simulate import serving as sim
+from gpucast.simulate._serving_result import _result
 from gpucast.simulate.serving_events import run_open_loop
 
 CURVE = LatencyCurve(
@@ -55,8 +56,8 @@ def _events(dep: Deployment, a: np.ndarray, horizon: float) -> sim.ServingResult
     """The event-driven engine on open-loop traffic (what bounded queues run on)."""
     owner = np.arange(a.size, dtype=np.int64) % sum(g.count for g in dep.groups)
     record = run_open_loop(dep, {"m": a}, {"m": owner}, horizon)
-    return sim._result(dep, record, horizon_s=horizon, slo_s=None, warmup_s=0.0, seed=0,
-                       sources=None)  # fmt: skip
+    return _result(dep, record, horizon_s=horizon, slo_s=None, warmup_s=0.0, seed=0,
+                   sources=None)  # fmt: skip
 
 
 @settings(max_examples=25, deadline=None)
