@@ -230,3 +230,16 @@ def test_error_line_is_the_api_error(table: Path) -> None:
                                  "--rate", "10", "--host-capacity-rps", "-1"])  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.strip() == f"error: {info.value}"
+
+
+def test_a_run_without_a_batch_reads_na_not_nan(table: Path) -> None:
+    """Session 41: no request in the run printed ``mean batch nan`` and the result held NaN
+    (JSON null) for the run and 0.0 for its server; all are None now, the table says n/a."""
+    args = ["simulate", "serve", "--model", "resnet50", "--gpu", "P4", "--rate", "0.1",
+            "--duration-s", "2", "--latency-table", str(table)]  # fmt: skip
+    text = runner.invoke(app, args)
+    assert text.exit_code == 0, text.output
+    assert "mean batch n/a (no batch ran)" in text.output and "nan" not in text.output
+    out = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert out["requests"] == 0 and out["mean_batch_size"] is None
+    assert [s["mean_batch_size"] for s in out["servers"]] == [None]

@@ -241,7 +241,8 @@ def print_serving(result: SimulateServeResult) -> None:
     )
     console.print(
         f"  requests {out['requests']}  offered {out['offered_rps']:.1f} req/s  "
-        f"throughput {out['throughput_rps']:.1f} req/s  mean batch {out['mean_batch_size']:.2f}",
+        f"throughput {out['throughput_rps']:.1f} req/s  mean batch "
+        + ("n/a (no batch ran)" if (b := out["mean_batch_size"]) is None else f"{b:.2f}"),
         highlight=False,
     )
     if out["dropped"] or out["in_flight"]:

@@ -87,7 +87,7 @@ class ServerStats:
     batches: int
     busy_fraction: float  # share of the horizon with >= 1 batch running
     instance_utilisation: float  # busy instance-seconds / (instances x horizon)
-    mean_batch_size: float
+    mean_batch_size: float | None  # None: no batch ran
     host_utilisation: float | None = None
     stages: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -280,7 +280,7 @@ class ServingResult:
             "cost_usd_per_million": self.cost_usd_per_million,
             # per batch, as each server's: n requests in batches of sizes b_i make sum(1/b_i)
             # batches (the mean over requests, which counts big batches more, reads higher)
-            "mean_batch_size": float(ran.size / np.sum(1.0 / ran)) if ran.size else math.nan,
+            "mean_batch_size": float(ran.size / np.sum(1.0 / ran)) if ran.size else None,
             "models": per_model,
             "servers": [s.to_dict() for s in self.servers],
             "seed": self.seed,
@@ -343,7 +343,7 @@ def _result(
                 instance_utilisation=(
                     float(np.sum(e_in - s_in)) / (server.instances * h) if h > 0 else 0.0
                 ),
-                mean_batch_size=dev.ran / n_batches if n_batches else 0.0,
+                mean_batch_size=dev.ran / n_batches if n_batches else None,
                 host_utilisation=dev.stage_utilisation.get("host"),
                 stages=dev.stage_utilisation,
             )
