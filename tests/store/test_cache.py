@@ -246,6 +246,11 @@ def test_the_key_names_code_version_files_and_params(data_file: Path) -> None:
     # a package counts every module in it, found without importing the package
     pkg = cache_key("x", code=("gpucast.workloads",))["code"]
     assert len(pkg) > 3 and all(entry[0].endswith(".py") for entry in pkg)
+    # a module split into private parts counts them (session 41: an edit to a part kept the fit)
+    split = [
+        Path(entry[0]).name for entry in cache_key("x", code=("gpucast.predict.llm_infer",))["code"]
+    ]
+    assert split[0] == "llm_infer.py" and "_llm_infer_fit.py" in split and len(split) >= 5
 
 
 def test_simulate_inputs_reuse_the_checkpoint_fit(

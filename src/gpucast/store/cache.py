@@ -99,7 +99,9 @@ def _module_source(name: str) -> Path | None:
 
 
 def _fingerprint_code(modules: Sequence[str]) -> list[list[Any]]:
-    """Size and mtime of each module's file; a package contributes every ``.py`` under it."""
+    """Size and mtime of each module's file; a package contributes every ``.py`` under it, and
+    a module split into private parts (``stem.py`` beside ``_stem_*.py``) every part, so an
+    edit to a part refits too."""
     out: list[list[Any]] = []
     for name in sorted(set(modules)):
         path = _module_source(name)
@@ -108,7 +110,8 @@ def _fingerprint_code(modules: Sequence[str]) -> list[list[Any]]:
         elif path.is_dir():
             out += [_stat(p) for p in sorted(path.rglob("*.py"))]
         else:
-            out.append(_stat(path))
+            parts = sorted(path.parent.glob(f"_{path.stem}_*.py"))
+            out += [_stat(p) for p in (path, *parts)]
     return out
 
 
