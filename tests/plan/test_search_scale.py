@@ -12,7 +12,7 @@ import pytest
 from plan_factories import context, power_model, request
 
 from gpucast.domain.errors import NoFeasiblePlanError
-from gpucast.plan import space, train
+from gpucast.plan import _train_search, space
 from gpucast.plan.energy import PowerSetting
 from gpucast.plan.evaluate import EvalMemo, Evaluation, evaluate
 from gpucast.plan.pareto import first_least
@@ -60,7 +60,7 @@ def test_repruned_search_gives_the_same_plan(
             "__kwdefaults__",
             {**space.space_chunks.__kwdefaults__, "rows": rows},
         )
-        monkeypatch.setattr(train, "REPRUNE_ROWS", reprune)
+        monkeypatch.setattr(_train_search, "REPRUNE_ROWS", reprune)
         try:
             return plan_training(request(**options), context()).to_dict()
         except NoFeasiblePlanError as exc:
@@ -74,9 +74,9 @@ def test_repruning_keeps_fewer_rows_and_counts_every_one(monkeypatch: pytest.Mon
     monkeypatch.setattr(
         space.space_chunks, "__kwdefaults__", {**space.space_chunks.__kwdefaults__, "rows": 200}
     )
-    monkeypatch.setattr(train, "REPRUNE_ROWS", 1 << 30)
+    monkeypatch.setattr(_train_search, "REPRUNE_ROWS", 1 << 30)
     chunked = search(req, context(), compact=True)
-    monkeypatch.setattr(train, "REPRUNE_ROWS", 0)
+    monkeypatch.setattr(_train_search, "REPRUNE_ROWS", 0)
     pruned = search(req, context(), compact=True)
     assert len(pruned.space) < len(chunked.space)
     assert pruned.evaluated == chunked.evaluated

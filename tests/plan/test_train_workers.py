@@ -11,7 +11,7 @@ import pytest
 import gpucast
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.plan import TrainRequest
-from gpucast.plan.train import _scan_part as _real_scan_part
+from gpucast.plan._train_search import _scan_part as _real_scan_part
 
 _JOB: dict[str, Any] = dict(workload="resnet50", epochs=90, dataset_size=1281167)
 
@@ -43,7 +43,7 @@ def test_runs_of_chunks_scanned_apart_give_the_one_process_plan(
 ) -> None:
     """Threads (in process: the lowered constants hold) scan runs of the catalog's chunks;
     the caller re-prunes as runs arrive, at other points than one scan does."""
-    import gpucast.plan.train as planner
+    import gpucast.plan._train_search as planner
 
     monkeypatch.setattr(planner, "PARALLEL_MIN_CHUNKS", 0)
     monkeypatch.setattr(planner, "REPRUNE_ROWS", 300)  # re-prune often, at different rows
@@ -69,7 +69,7 @@ def test_runs_of_chunks_scanned_apart_give_the_one_process_plan(
 def test_worker_processes_plan_what_one_process_plans(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real worker processes (loky), a spot plan whose pruning looks up lifetimes: its
     sources list the nodes the workers looked up."""
-    import gpucast.plan.train as planner
+    import gpucast.plan._train_search as planner
 
     monkeypatch.setattr(planner, "PARALLEL_MIN_CHUNKS", 0)
     here = _plan(jobs=1, deadline_s=3 * 86400.0)
@@ -80,7 +80,7 @@ def test_worker_processes_plan_what_one_process_plans(monkeypatch: pytest.Monkey
 
 def test_a_small_space_is_searched_here(monkeypatch: pytest.MonkeyPatch) -> None:
     made = _pools(monkeypatch, ThreadPoolExecutor)
-    import gpucast.plan.train as planner
+    import gpucast.plan._train_search as planner
 
     calls: list[int] = []
     monkeypatch.setattr(planner, "_scan_part", lambda *a: calls.append(1))
@@ -98,7 +98,7 @@ def test_a_worker_that_dies_is_one_line_naming_jobs(monkeypatch: pytest.MonkeyPa
     the fix, exit code 1, not loky's traceback; the next plan builds a new pool and runs."""
     from typer.testing import CliRunner
 
-    import gpucast.plan.train as planner
+    import gpucast.plan._train_search as planner
     from gpucast.cli.app import app
 
     monkeypatch.setattr(planner, "PARALLEL_MIN_CHUNKS", 0)
