@@ -77,7 +77,7 @@ from gpucast.plan._train_offers import (
     within_cluster,
 )
 from gpucast.plan._train_pruning import _cost_or_gpu_hours, _Pruning, _spot_estimates
-from gpucast.plan._train_search import PARALLEL_MIN_CHUNKS, REPRUNE_ROWS, make_work, search
+from gpucast.plan._train_search import make_work, search
 from gpucast.plan.efficiency import at_batch_note, workload_family
 from gpucast.plan.energy import OBJECTIVE_TIE, no_figure_error, ungridded_note
 from gpucast.plan.goodput import batch_choice, batch_why, efficiency_and_goodput
@@ -92,9 +92,7 @@ from gpucast.predict.variability import PROBE_S
 
 __all__ = [
     "MAX_SHOWN_FRONT",
-    "PARALLEL_MIN_CHUNKS",
     "RELAX",
-    "REPRUNE_ROWS",
     "R_BATCH",
     "R_BUDGET",
     "R_CPU",
