@@ -152,13 +152,12 @@ def grouped_reasons(reasons: Sequence[str]) -> list[str]:
     return lines
 
 
-#: How the pick is chosen among deployments that meet the SLOs at the same cost (``--price P``
-#: prices every GPU type alike): the rule :func:`_rank` orders them by, as the output says.
 SLO_MISSED = "simulated, every replica count tried misses the SLO"
 """Why a GPU x degree gives no pick though it was simulated: its rows stand in the table, each
 marked as missing; :attr:`LlmServePlan.infeasible` holds it beside the ones not simulated."""
 
-
+#: How the pick is chosen among deployments that meet the SLOs at the same cost (``--price P``
+#: prices every GPU type alike): the rule :func:`_rank` orders them by, as the output says.
 TIE_BREAK = "lower TTFT, then lower TPOT, then fewer GPUs"
 
 
