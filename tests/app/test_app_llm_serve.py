@@ -996,6 +996,8 @@ def test_a_large_run_simulates_shares_prunes_and_simulates_its_pick_whole(monkey
     a share of its instances, GPU x degrees whose work alone costs more than a deployment found
     to meet are not searched, and the pick is simulated whole, meeting the SLOs; the search
     lands where the whole search does (within a replica), the assumptions say so."""
+    import gpucast.plan._llm_serve_evaluate as evaluate
+    import gpucast.plan._llm_serve_search as search
     import gpucast.plan.llm_serve as planner
 
     plan = dict(model="llama-3-8b", rate=40, duration_s=20, gpu=["H100-SXM", "L40S"],
@@ -1003,7 +1005,8 @@ def test_a_large_run_simulates_shares_prunes_and_simulates_its_pick_whole(monkey
     whole = gpucast.plan_llm_serve(**plan)
     assert "sampling" not in whole.assumptions
     assert all(c.simulated_instances == c.gpus // c.tp for c in whole.plan.candidates)
-    monkeypatch.setattr(planner, "SAMPLED_REQUESTS", 200)
+    for module in (planner, evaluate, search):  # each module of the planner that reads it
+        monkeypatch.setattr(module, "SAMPLED_REQUESTS", 200)
     sampled = gpucast.plan_llm_serve(**plan)
     rows = sampled.plan.candidates
     assert any(c.simulated_instances < c.gpus // c.tp for c in rows)

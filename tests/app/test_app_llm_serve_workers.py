@@ -83,9 +83,12 @@ def test_a_small_plan_does_not_start_workers(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_large_runs_pruning_is_taken_in_search_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """Searches run ahead of the one being read; one a deployment found before it prunes is
     dropped (or never started), so the rows and the pruned list are the one-process ones."""
+    import gpucast.plan._llm_serve_evaluate as evaluate
+    import gpucast.plan._llm_serve_search as search
     import gpucast.plan.llm_serve as planner
 
-    monkeypatch.setattr(planner, "SAMPLED_REQUESTS", 200)  # threads see the lowered constant
+    for module in (planner, evaluate, search):  # each module of the planner that reads it
+        monkeypatch.setattr(module, "SAMPLED_REQUESTS", 200)  # threads see the lowered constant
     monkeypatch.setattr(planner, "PARALLEL_MIN_WORK", 0)
     made = _spy(monkeypatch, lambda jobs: ThreadPoolExecutor(jobs))
     plan = dict(_PLAN, rate=40, duration_s=20, slo_ttft_ms=2000, slo_tpot_ms=100)
