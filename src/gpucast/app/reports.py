@@ -332,12 +332,14 @@ def write_report(
                 workload=workload, limit=request.limit, configurations=configurations
             )
         ]
+        results = {int(r["id"]): opened.get_run(int(r["id"])).result for r in rows}
+        for r in rows:  # a run's own warnings (noisy, busy host), as runs show prints them
+            stored = results[int(r["id"])]
+            r["warnings"] = (
+                [str(w) for w in (stored.get("warnings") or [])] if isinstance(stored, dict) else []
+            )
         # program runs (measure cmd) bring their time series
-        programs = {
-            int(r["id"]): opened.get_run(int(r["id"])).result
-            for r in rows
-            if r["kind"] == "program"
-        }
+        programs = {int(r["id"]): results[int(r["id"])] for r in rows if r["kind"] == "program"}
         held = opened.count_runs() if not rows else len(rows)
     warnings: tuple[str, ...] = ()
     if not rows:
@@ -354,7 +356,9 @@ def write_report(
     title = f"gpucast measurements{'' if request.workload is None else ': ' + request.workload}"
     write_text_atomic(
         request.out,
-        measurements_html(rows, title=title, source=str(store), programs=programs),
+        measurements_html(
+            rows, title=title, source=str(store), programs=programs, warnings=warnings
+        ),
         field=_OUT,
     )
     return ReportResult(out=request.out, what=what, warnings=warnings)
