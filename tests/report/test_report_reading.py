@@ -145,7 +145,7 @@ def test_the_runs_report_writes_a_run_as_runs_list_does_with_its_warnings() -> N
     for cell in ("99.2 ms", "31.7%", "224.9", "2026-12-07 22:02:44", "<th>±CI of mean</th>"):
         assert cell in table
     assert "0.0991975860000025" not in html and "median_s" not in html
-    assert "#1 mlp: IQR is 157% of the median" in html
+    assert "#1 mlp:<ul><li>IQR is 157% of the median" in html
 
 
 def test_an_empty_runs_report_says_why_on_the_page() -> None:
@@ -204,3 +204,28 @@ def test_an_unwritable_output_folder_is_refused_before_the_work(
     monkeypatch.setattr(tempfile, "mkstemp", denied)
     with pytest.raises(InvalidSpecError, match=r"report: cannot be written \(Permission denied\)"):
         output_file(tmp_path / "r.html", "report")
+
+
+def test_an_llm_plans_spot_rows_show_their_revocations() -> None:
+    """A spot row of plan llm-train printed "spot: P(meet) 1%, p90 3.96 days, 32.7
+    revocations" in the terminal; the report showed no revocations."""
+    from gpucast.report.html import llm_train_plan_html
+
+    row = {
+        "provider": "aws", "region": "us-east-1", "nodes": 1, "instance_type": "p5.48xlarge",
+        "gpus": 8, "gpu": "H100-SXM", "market": "spot", "network": "rdma", "layout": "dp=8",
+        "time_s": 241959.0, "time_low_s": 119494.0, "time_high_s": 342298.0,
+        "cost_usd": 630.98, "mfu": 0.5, "memory_gib": 55.5, "p_meet_deadline": 0.006,
+        "revocations_mean": 32.74, "meets_deadline": False, "within_budget": True,
+    }  # fmt: skip
+    data = {
+        "model": "llama-2-70b",
+        "request": {"deadline_s": 172800.0, "objective": "cheapest", "allow_spot": True},
+        "candidates": [row],
+        "pareto": [0],
+        "recommended": None,
+    }
+    html = llm_train_plan_html(data)
+    assert "<th>revocations (mean)</th>" in html and "<td>32.7</td>" in html
+    on_demand = {**data, "candidates": [{**row, "market": "on-demand"}]}
+    assert "revocations" not in llm_train_plan_html(on_demand)

@@ -422,7 +422,9 @@ def measurements_html(
         body.append(
             '<ul id="run-warnings">'
             + "".join(
-                f"<li>#{r['id']} {_h(r['workload'])}: {_h('; '.join(r['warnings']))}</li>"
+                f"<li>#{r['id']} {_h(r['workload'])}:<ul>"
+                + "".join(f"<li>{_h(w)}</li>" for w in r["warnings"])
+                + "</ul></li>"
                 for r in flagged
             )
             + "</ul>"
@@ -593,6 +595,7 @@ _LLM_TRAIN_COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] =
     ("kWh", lambda c: _amount(c.get("energy_kwh"))),
     ("kgCO2e", lambda c: _amount(c.get("co2e_kg"))),
     ("P(meet)", lambda c: _p_meet(c.get("p_meet_deadline"))),
+    ("revocations (mean)", lambda c: _amount(c.get("revocations_mean")) or "-"),
     ("deadline / budget", lambda c: "; ".join(_missed(c)) or "met"),
 )
 
@@ -622,9 +625,12 @@ def _llm_train_columns(
     request: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
 ) -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:
     """The columns an LLM training plan's rows have figures for: P(meet) where a row has one
-    (a deadline was set), the limits column where the request set a deadline or a budget."""
+    (a deadline was set), revocations where a row is spot, the limits column where the
+    request set a deadline or a budget."""
     keep = {
         "P(meet)": any(isinstance(r.get("p_meet_deadline"), int | float) for r in rows),
+        # a spot row's simulated revocations, as the terminal's "spot: ..., 32.7 revocations"
+        "revocations (mean)": any(r.get("market") == "spot" for r in rows),
         "deadline / budget": any(
             request.get(k) is not None for k in ("deadline_s", "budget_usd")
         ),
