@@ -69,7 +69,7 @@ def test_a_spot_mean_above_its_p90_is_explained_in_the_report(plan: TrainPlan) -
     )
 
 
-SERVE = {
+SERVE: dict[str, Any] = {
     "kind": "serve-plan",
     "request": {
         "models": [{"name": "resnet50", "rate_rps": 200.0}],
@@ -118,7 +118,7 @@ def test_a_serving_reports_warnings_have_a_heading() -> None:
     assert "<h2>Warnings</h2>" in html.split("the pick's run is too short")[0]
 
 
-RUN = {
+RUN: dict[str, Any] = {
     "id": 1,
     "kind": "measurement",
     "workload": "mlp",
@@ -229,3 +229,29 @@ def test_an_llm_plans_spot_rows_show_their_revocations() -> None:
     assert "<th>revocations (mean)</th>" in html and "<td>32.7</td>" in html
     on_demand = {**data, "candidates": [{**row, "market": "on-demand"}]}
     assert "revocations" not in llm_train_plan_html(on_demand)
+
+
+def test_the_serving_and_llm_training_reports_draw_their_fronts() -> None:
+    """R14: only the training report had a chart; the LLM report's "Pareto front: time
+    against cost" was a table, the serving report had none."""
+    from gpucast.report.html import llm_train_plan_html
+
+    miss = {**SERVE["candidates"][0], "meets_slo": False, "tail_latency_s": 0.09}
+    html = serve_plan_html({**SERVE, "candidates": [*SERVE["candidates"], miss]})
+    chart = html.split('<svg id="pareto-plot"', 1)[1].split("</svg>", 1)[0]
+    assert chart.count('class="point') == 2 and chart.count('class="point spot"') == 1
+    assert "p95 latency (ms, log scale)" in chart and ">SLO</text>" in chart
+    assert "cost (US$ per hour, log scale)" in chart
+    row = {
+        "provider": "gcp", "region": "us-east4", "nodes": 2, "instance_type": "a4-highgpu-8g",
+        "gpus": 16, "gpu": "B200", "market": "on-demand", "network": "rdma", "layout": "dp=16",
+        "time_s": 36000.0, "time_low_s": 30000.0, "time_high_s": 50000.0, "cost_usd": 900.0,
+        "mfu": 0.4, "memory_gib": 60.0,
+    }  # fmt: skip
+    page = llm_train_plan_html(
+        {"model": "m", "request": {"deadline_s": 86400.0}, "candidates": [row],
+         "pareto": [0], "recommended": 0}
+    )  # fmt: skip
+    chart = page.split('<svg id="pareto-plot"', 1)[1].split("</svg>", 1)[0]
+    assert chart.count('class="point on-demand"') == 1 and 'class="recommended"' in chart
+    assert "time to target (hours, log scale)" in chart and ">deadline</text>" in chart

@@ -27,7 +27,17 @@ from gpucast.domain.units import (
     format_duration,
     format_seconds,
 )
-from gpucast.report.svg import bar_svg, pareto_svg, series_svg
+from gpucast.report.svg import (
+    COST_AXIS,
+    TIME_AXIS,
+    TRAIN_LEGEND,
+    Axis,
+    ScatterPoint,
+    bar_svg,
+    front_svg,
+    pareto_svg,
+    series_svg,
+)
 from gpucast.report.tables import skewed_spot_note
 
 CSS = """
@@ -482,6 +492,43 @@ def _serve_request(data: Mapping[str, Any], llm: bool) -> dict[str, object]:
     }
 
 
+def _serve_front(
+    data: Mapping[str, Any],
+    candidates: Sequence[Mapping[str, Any]],
+    pick: object,
+    pareto: set[int],
+    percentile: float,
+) -> str:
+    """A request-level serving plan's candidates: cost per hour against the SLO's latency
+    percentile, the SLO a dashed line, misses as diamonds."""
+    slo_s = (data.get("request") or {}).get("slo_s")
+    points = [
+        ScatterPoint(
+            x=float(c["cost_usd_per_hour"]),
+            y=float(c["tail_latency_s"]) * 1e3,
+            tip=f"#{i} {c.get('description', '')}: {float(c['cost_usd_per_hour']):,.3f} US$/h, "
+            f"p{percentile:g} {float(c['tail_latency_s']) * 1e3:,.1f} ms",
+            diamond=not c.get("meets_slo"),
+            on_front=i in pareto,
+            pick=i == pick,
+        )
+        for i, c in enumerate(candidates)
+        if isinstance(c.get("cost_usd_per_hour"), int | float)
+        and isinstance(c.get("tail_latency_s"), int | float)
+    ]
+    return front_svg(
+        points,
+        x_axis=Axis(label="cost (US$ per hour, log scale)", prefix="$"),
+        y_axis=Axis(
+            label=f"p{percentile:g} latency (ms, log scale)",
+            limit=None if not isinstance(slo_s, int | float) else float(slo_s) * 1e3,
+            limit_label="SLO",
+        ),
+        legend=("meets the SLO (filled: Pareto)", "misses the SLO"),
+        aria=f"Pareto front of cost against p{percentile:g} latency",
+    )
+
+
 def _llm_slo(slo: Mapping[str, Any]) -> str:
     return ", ".join(
         f"{name} p{slo.get('percentile', 99):g} <= {value * 1e3:g} ms"
@@ -553,6 +600,8 @@ def serve_plan_html(data: Mapping[str, Any]) -> str:
         )
         + ".</p>"
     )
+    if not llm:  # a language model's front has two latencies: its table says them
+        body.append(_serve_front(data, candidates, pick, pareto, percentile))
     body.append(f'<table id="candidates">{head}{"".join(rows)}</table>')
     body.append("<h2>Why the other configurations were dropped</h2>")
     infeasible = data.get("infeasible") or {}  # counts by reason; a language model's: reasons
@@ -638,6 +687,46 @@ def _llm_train_columns(
     return [col for col in _LLM_TRAIN_COLUMNS if keep.get(col[0], True)]
 
 
+def _llm_train_front(
+    request: Mapping[str, Any],
+    candidates: Sequence[Mapping[str, Any]],
+    shown: Sequence[int],
+    pick: object,
+    pareto: set[int],
+) -> str:
+    """The shown rows of an LLM training plan on the training report's axes."""
+    points = [
+        ScatterPoint(
+            x=float(candidates[i]["time_s"]) / 3600.0,
+            y=float(candidates[i]["cost_usd"]),
+            tip=f"#{i} {_LLM_TRAIN_COLUMNS[0][1](candidates[i])} "
+            f"({_LLM_TRAIN_COLUMNS[1][1](candidates[i])}): "
+            f"{_duration(candidates[i]['time_s'])}, {_money(candidates[i]['cost_usd'])}",
+            diamond=candidates[i].get("market") == "spot",
+            on_front=i in pareto,
+            pick=i == pick,
+        )
+        for i in shown
+    ]
+    deadline, budget = request.get("deadline_s"), request.get("budget_usd")
+    return front_svg(
+        points,
+        x_axis=Axis(
+            label=TIME_AXIS,
+            limit=float(deadline) / 3600.0 if isinstance(deadline, int | float) else None,
+            limit_label="deadline",
+        ),
+        y_axis=Axis(
+            label=COST_AXIS,
+            prefix="$",
+            limit=float(budget) if isinstance(budget, int | float) else None,
+            limit_label="budget",
+        ),
+        legend=TRAIN_LEGEND,
+        aria="Pareto front of time against cost",
+    )
+
+
 def llm_train_plan_html(data: Mapping[str, Any]) -> str:
     """An LLM training plan (the ``--json`` of ``plan llm-train``, or its ``--save`` file) as
     one HTML document: the request, the pick, the Pareto front of time against cost (R the
@@ -706,6 +795,7 @@ def llm_train_plan_html(data: Mapping[str, Any]) -> str:
         cells = "".join(f"<td>{_h(cell(candidates[i]))}</td>" for _, cell in columns)
         rows.append(f'<tr class="{css}"><td>{_h(mark)}{i}</td>{cells}</tr>')
     body.append("<h2>Pareto front: time against cost</h2>")
+    body.append(_llm_train_front(req, candidates, shown, pick, pareto))
     body.append(
         f"<p>&gt; = recommended, * = Pareto front of time against cost, # = the row's number "
         f"in plan llm-train's output and --json; {len(candidates):,} rows "
