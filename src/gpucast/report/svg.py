@@ -1,9 +1,10 @@
 """Hand-written inline SVG charts: no plotting library, no network, every label escaped.
 
-:func:`pareto_svg` draws time (hours, log axis) against cost (US$, log axis) for a plan's
-candidates: on-demand plans as circles, spot plans as diamonds, the Pareto front joined by a
-line, the recommended pick ringed, the deadline and budget as dashed lines. Each point has a
-``<title>`` tooltip. :func:`bar_svg` draws a horizontal bar chart (e.g. measured step times).
+:func:`front_svg` draws a plan's candidates on two log axes: circles and diamonds (on-demand
+and spot plans; a serving plan's hits and misses), the Pareto front filled and joined by a
+line, the recommended pick ringed, each axis's limit (deadline, budget, SLO) a dashed line;
+each point has a ``<title>`` tooltip. :func:`pareto_svg` is a training plan's: time (hours)
+against cost (US$); the LLM training and serving reports draw theirs with it too. :func:`bar_svg` draws a horizontal bar chart (e.g. measured step times).
 :func:`series_svg` draws one signal of a program run over time (``measure cmd``), its
 bottleneck phases as shaded bands behind the line.
 """
