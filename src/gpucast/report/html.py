@@ -167,7 +167,9 @@ def _candidate_rows(plan: TrainPlan) -> str:
             classes.append("pareto")
         if k == plan.recommended:
             classes.append("recommended")
-        strat = c.strategy + (f" ({c.ps_shards} shards)" if c.strategy.startswith("ps") else "")
+        strat = c.strategy + (
+            f" ({count_of(c.ps_shards, 'shard')})" if c.strategy.startswith("ps") else ""
+        )
         if c.activation_checkpointing:
             strat += " + act. ckpt"
         helps = "".join(f"<li>{_h(h)}</li>" for h in c.help)
