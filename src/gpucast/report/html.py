@@ -27,6 +27,7 @@ from gpucast.domain.units import (
     format_duration,
     format_seconds,
 )
+from gpucast.report.program import program_rows
 from gpucast.report.svg import (
     COST_AXIS,
     TIME_AXIS,
@@ -385,7 +386,10 @@ _RUN_COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
         ),
     ),
     ("median", lambda r: format_seconds(r.get("median_s"))),
-    ("±CI of mean", lambda r: _num(r.get("ci_halfwidth_rel"), 100.0, ".1f") + "%"),
+    (
+        "±CI of mean",
+        lambda r: (_num(r.get("ci_halfwidth_rel"), 100.0, ".1f") + "%").lstrip("%") or "-",
+    ),
     ("samples/s (batch/mean)", lambda r: _num(r.get("samples_per_s"), 1.0, ",.1f") or "-"),
     ("samples", lambda r: _num(r.get("n_samples"), 1.0, ",.0f") or "-"),
     ("created (UTC)", lambda r: str(r.get("created_at") or "")[:19].replace("T", " ")),
@@ -831,21 +835,11 @@ def program_html(run_id: int, result: Mapping[str, Any]) -> list[str]:
     name = str(result.get("name", "program"))
     out = [f"<h2>Program run #{run_id}: {_h(name)}</h2>"]
     profile = result.get("profile") or {}
-    shares = profile.get("shares") or {}
-    summary = {
-        "command": " ".join(str(a) for a in result.get("command", [])),
-        "status": result.get("status"),
-        "median run": format_seconds(result.get("median_s")),
-        "cores": result.get("n_cores"),
-        "bound by": profile.get("bound_by"),
-        "time shares": ", ".join(f"{k} {float(v):.0%}" for k, v in shares.items() if v),
-        "burstiness (CV of CPU demand)": _num(profile.get("burstiness"), 1.0, ".2f"),
-        "CPU cores mean / peak": f"{profile.get('cpu_cores_mean', 0):.2f} / "
-        f"{profile.get('cpu_cores_peak', 0):.2f}"
-        if profile
-        else None,
-    }
-    out.append(_kv_table(summary, f"program-{run_id}"))
+    cells = "".join(  # the rows runs show prints; a stderr tail keeps its lines
+        f"<tr><th>{_h(what)}</th><td>{_h(value).replace(chr(10), '<br>')}</td></tr>"
+        for what, value in program_rows(result)
+    )
+    out.append(f'<table id="program-{run_id}">{cells}</table>')
     runs = result.get("runs") or []
     run = next(
         (r for r in runs if not r.get("warmup") and r.get("series")),
@@ -869,9 +863,9 @@ def program_html(run_id: int, result: Mapping[str, Any]) -> list[str]:
         ("resident memory", "MiB", [v / 2**20 for v in clean(series["rss_bytes"])]),
         (
             "I/O (read + write calls)",
-            "MB/s",
+            "MiB/s",  # the unit of the table's I/O row above it
             [
-                v / 1e6
+                v / 2**20
                 for v in _rate(
                     t,
                     [

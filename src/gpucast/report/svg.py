@@ -4,7 +4,8 @@
 and spot plans; a serving plan's hits and misses), the Pareto front filled and joined by a
 line, the recommended pick ringed, each axis's limit (deadline, budget, SLO) a dashed line;
 each point has a ``<title>`` tooltip. :func:`pareto_svg` is a training plan's: time (hours)
-against cost (US$); the LLM training and serving reports draw theirs with it too. :func:`bar_svg` draws a horizontal bar chart (e.g. measured step times).
+against cost (US$); the LLM training and serving reports draw theirs with it too.
+:func:`bar_svg` draws a horizontal bar chart (e.g. measured step times).
 :func:`series_svg` draws one signal of a program run over time (``measure cmd``), its
 bottleneck phases as shaded bands behind the line.
 """
