@@ -255,3 +255,13 @@ def test_the_serving_and_llm_training_reports_draw_their_fronts() -> None:
     chart = page.split('<svg id="pareto-plot"', 1)[1].split("</svg>", 1)[0]
     assert chart.count('class="point on-demand"') == 1 and 'class="recommended"' in chart
     assert "time to target (hours, log scale)" in chart and ">deadline</text>" in chart
+
+
+def test_the_training_report_shows_each_candidates_energy_and_carbon(plan: TrainPlan) -> None:
+    """The JSON and the terminal (--columns energy,carbon) carry each plan's kWh and kg CO2e;
+    the report stated the power and carbon assumptions but no figure."""
+    html = plan_html(_with_best(plan, energy_kwh=9.3, co2e_kg=2.52))
+    table = html.split('id="candidates">', 1)[1].split("</table>", 1)[0]
+    assert "<th>energy (kWh)</th><th>kgCO2e</th>" in table
+    pick = table.split("(pick)", 1)[1].split("</tr>", 1)[0]
+    assert '<td class="num">9.30</td><td class="num">2.52</td>' in pick

@@ -158,8 +158,9 @@ def _candidate_rows(plan: TrainPlan) -> str:
         "<tr><th>#</th><th>provider / region</th><th>instance</th><th>GPUs</th><th>nodes</th>"
         "<th>market</th><th>strategy</th><th>batch / worker (global)</th><th>epochs</th>"
         "<th>time [interval]</th><th>p90 time</th><th>P(meet deadline)</th><th>cost</th>"
-        "<th>GPU-hours</th><th>bottleneck</th><th>what would help</th></tr>"
-    )
+        "<th>GPU-hours</th><th>energy (kWh)</th><th>kgCO2e</th><th>bottleneck</th>"
+        "<th>what would help</th></tr>"
+    )  # energy and carbon: the JSON's and the terminal's --columns energy,carbon (QA 41 R)
     body = []
     pareto = set(plan.pareto)
     for k, c in enumerate(plan.candidates):
@@ -189,6 +190,8 @@ def _candidate_rows(plan: TrainPlan) -> str:
             f'<td class="num">{_hours(c.time_p90_s)}</td><td class="num">{p_meet}</td>'
             f'<td class="num">{_money(c.cost_usd)}</td>'
             f'<td class="num">{format_amount(c.gpu_hours)}</td>'
+            f'<td class="num">{_amount(c.energy_kwh)}</td>'
+            f'<td class="num">{_amount(c.co2e_kg)}</td>'
             f'<td>{_h(c.bottleneck)}</td><td class="help"><ul class="help">{helps}</ul></td></tr>'
         )
     skewed = skewed_spot_note(plan, range(len(plan.candidates)))
