@@ -142,6 +142,8 @@ def test_the_runs_report_writes_a_run_as_runs_list_does_with_its_warnings() -> N
     run's stored warnings."""
     html = measurements_html([RUN], title="t", source="s.db")
     table = html.split('id="runs">', 1)[1].split("</table>", 1)[0]
+    chart = html.split('id="runs-plot"', 1)[1].split("</svg>", 1)[0]
+    assert ">99.2 ms</text>" in chart  # the table's figure, not "0.0992 s"
     for cell in ("99.2 ms", "31.7%", "224.9", "2026-12-07 22:02:44", "<th>±CI of mean</th>"):
         assert cell in table
     assert "0.0991975860000025" not in html and "median_s" not in html

@@ -13,7 +13,7 @@ bottleneck phases as shaded bands behind the line.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -220,8 +220,21 @@ def pareto_svg(plan: TrainPlan) -> str:
     )
 
 
-def bar_svg(labels: Sequence[str], values: Sequence[float], *, unit: str, svg_id: str) -> str:
-    """A horizontal bar chart (one bar per label) as an ``<svg>`` element."""
+def bar_svg(
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    unit: str,
+    svg_id: str,
+    text: Callable[[float], str] | None = None,
+) -> str:
+    """A horizontal bar chart (one bar per label) as an ``<svg>`` element; ``text`` writes a
+    bar's value (default: four figures and ``unit``), e.g. as the page's table does."""
+    if text is None:
+
+        def text(v: float) -> str:
+            return f"{v:.4g} {unit}"
+
     n = max(len(values), 1)
     row = 22
     height = PAD_T + n * row + 30
@@ -240,9 +253,9 @@ def bar_svg(labels: Sequence[str], values: Sequence[float], *, unit: str, svg_id
             f"{escape(label)}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
             f'fill="{OD_COLOUR}">'
-            f"<title>{escape(label)}: {v:.4g} {escape(unit)}</title></rect>"
-            f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{v:.4g} '
-            f"{escape(unit)}</text>"
+            f"<title>{escape(label)}: {escape(text(v))}</title></rect>"
+            f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{escape(text(v))}'
+            "</text>"
         )
     out.append("</svg>")
     return "\n".join(out)
