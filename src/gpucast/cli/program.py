@@ -18,8 +18,8 @@ from rich.table import Table
 from gpucast.app.program import MeasureCmdRequest, PredictCmdRequest, PredictCmdResult
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
-from gpucast.cli.measure import format_seconds, progress_line
-from gpucast.domain.units import count_of
+from gpucast.cli.measure import progress_line
+from gpucast.domain.units import count_of, format_seconds
 
 
 def program_table(result: dict[str, Any], *, title: str | None = None) -> Table:

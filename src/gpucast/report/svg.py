@@ -230,10 +230,7 @@ def bar_svg(
 ) -> str:
     """A horizontal bar chart (one bar per label) as an ``<svg>`` element; ``text`` writes a
     bar's value (default: four figures and ``unit``), e.g. as the page's table does."""
-    if text is None:
-
-        def text(v: float) -> str:
-            return f"{v:.4g} {unit}"
+    show: Callable[[float], str] = text or (lambda v: f"{v:.4g} {unit}")
 
     n = max(len(values), 1)
     row = 22
@@ -253,8 +250,8 @@ def bar_svg(
             f"{escape(label)}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
             f'fill="{OD_COLOUR}">'
-            f"<title>{escape(label)}: {escape(text(v))}</title></rect>"
-            f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{escape(text(v))}'
+            f"<title>{escape(label)}: {escape(show(v))}</title></rect>"
+            f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{escape(show(v))}'
             "</text>"
         )
     out.append("</svg>")
