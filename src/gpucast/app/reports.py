@@ -58,11 +58,14 @@ def html_out(path: Path | str, field: str) -> Path:
     word, where ``runs export`` refuses a suffix it does not write (QA 40 C5)."""
     path = Path(path)
     if path.suffix and path.suffix.lower() not in HTML_SUFFIXES:
+        # rep.html.bak: rep.html, not rep.html.html (QA 41 R)
+        stem = path.with_suffix("")
+        fits = stem if stem.suffix.lower() in HTML_SUFFIXES else path.with_suffix(".html")
         raise InvalidSpecError(
             field,
             f"a {path.suffix} file cannot hold the report, which is HTML",
             got=str(path),
-            fix=f"name it {path.with_suffix('.html').name}",
+            fix=f"name it {fits.name}",
         )
     return path
 
