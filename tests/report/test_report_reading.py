@@ -267,3 +267,16 @@ def test_the_training_report_shows_each_candidates_energy_and_carbon(plan: Train
     assert "<th>energy (kWh)</th><th>kgCO2e</th>" in table
     pick = table.split("(pick)", 1)[1].split("</tr>", 1)[0]
     assert '<td class="num">9.30</td><td class="num">2.52</td>' in pick
+
+
+def test_a_cold_starts_one_total_says_so_in_the_runs_report() -> None:
+    """runs list writes a cold start's median cell as "N s total" (one total, not a median
+    of samples); the report wrote it as a median."""
+    html = measurements_html(
+        [{**RUN, "kind": "coldstart", "median_s": 12.5}, RUN],
+        title="t",
+        source="s.db",
+        total_kinds=frozenset({"coldstart"}),
+    )
+    table = html.split('id="runs">', 1)[1].split("</table>", 1)[0]
+    assert "<td>12.5 s total</td>" in table and "<td>99.2 ms</td>" in table

@@ -314,6 +314,7 @@ def write_report(
             TrainPlan.from_dict(data, path=str(request.plan)), request.out, field=_OUT
         )
         return ReportResult(out=request.out, what=f"plan {request.plan}")
+    from gpucast.store.coldstart import COLDSTART_KIND
     from gpucast.store.db import default_db_path, no_store_yet, open_store
 
     store = Path(db) if db is not None else default_db_path()
@@ -360,7 +361,12 @@ def write_report(
     write_text_atomic(
         request.out,
         measurements_html(
-            rows, title=title, source=str(store), programs=programs, warnings=warnings
+            rows,
+            title=title,
+            source=str(store),
+            programs=programs,
+            warnings=warnings,
+            total_kinds=frozenset({COLDSTART_KIND}),  # one total, as runs list says
         ),
         field=_OUT,
     )

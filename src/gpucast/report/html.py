@@ -407,11 +407,13 @@ def measurements_html(
     source: str,
     programs: Mapping[int, Mapping[str, Any]] | None = None,
     warnings: Sequence[str] = (),
+    total_kinds: frozenset[str] = frozenset(),
 ) -> str:
     """A report of stored runs: a bar chart of median step times, a table of every run (as
     ``runs list`` prints it), each run's stored warnings (a noisy or busy-host measurement
     says so here too) and, for each program run in ``programs`` (run id -> stored result),
-    its time series. ``warnings`` (an empty report's why) head the page."""
+    its time series. ``warnings`` (an empty report's why) head the page; a run of one of
+    ``total_kinds`` (a cold start) holds one total, not a median, and says so, as runs list."""
     body = [f"<h1>{_h(title)}</h1>", f"<p>From {_h(source)}: {count_of(len(runs), 'run')}.</p>"]
     if warnings:
         body.append("<ul>" + "".join(f"<li>{_h(w)}</li>" for w in warnings) + "</ul>")
@@ -436,7 +438,14 @@ def measurements_html(
     )
     head = "".join(f"<th>{_h(name)}</th>" for name, _ in _RUN_COLUMNS)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{_h(cell(r))}</td>" for _, cell in _RUN_COLUMNS) + "</tr>"
+        "<tr>"
+        + "".join(
+            f"<td>{_h(cell(r))}"
+            + (" total" if name == "median" and r["kind"] in total_kinds else "")
+            + "</td>"
+            for name, cell in _RUN_COLUMNS
+        )
+        + "</tr>"
         for r in runs
     )
     body.append("<h2>Runs</h2>")
