@@ -180,7 +180,7 @@ def test_plan_serve_an_llm_report_and_save(tmp_path) -> None:  # type: ignore[no
     data = json.loads(saved.read_text())
     assert data["kind"] == "llm-serve-plan" and data["model"] == "llama-3-8b"
     page = html.read_text()
-    assert "TTFT ms" in page and "tokens/s" in page and "TTFT p99 &lt;= 800 ms" in page
+    assert "TTFT p99 ms" in page and "tokens/s" in page and "TTFT p99 &lt;= 800 ms" in page
 
 
 def test_plan_serve_blames_a_degree_that_does_not_split_the_model() -> None:

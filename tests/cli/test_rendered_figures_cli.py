@@ -90,7 +90,7 @@ def test_predict_infer_intervals_keep_three_significant_figures() -> None:
 
 def test_measure_durations_keep_three_significant_figures() -> None:
     """QA 33b #20: "median step 12 ms" beside "11.8 ms"."""
-    from gpucast.cli.measure import format_seconds
+    from gpucast.domain.units import format_seconds
 
     assert [format_seconds(v) for v in (0.012, 0.0118, 0.000812, 2.0)] == [
         "12.0 ms", "11.8 ms", "812 µs", "2.00 s"

@@ -52,3 +52,11 @@ def test_the_api_refuses_it_too(tmp_path: Path) -> None:
     assert not db.exists()
     with pytest.raises(InvalidSpecError, match=r"^output: a \.json file"):
         write_plan_report(object(), tmp_path / "r.json")  # type: ignore[arg-type]
+
+
+def test_a_backup_of_an_html_name_is_told_the_html_name() -> None:
+    """``--out rep.html.bak`` was told to name it rep.html.html (QA 41 R)."""
+    with pytest.raises(InvalidSpecError, match=r"name it rep\.html$"):
+        html_out("rep.html.bak", "out")
+    with pytest.raises(InvalidSpecError, match=r"name it rep\.html$"):
+        html_out("rep.pdf", "out")

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gpucast.cli.app import app
-from gpucast.cli.measure import format_seconds
 from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+from gpucast.domain.units import format_seconds
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.store import open_store
 

@@ -58,11 +58,14 @@ def html_out(path: Path | str, field: str) -> Path:
     word, where ``runs export`` refuses a suffix it does not write (QA 40 C5)."""
     path = Path(path)
     if path.suffix and path.suffix.lower() not in HTML_SUFFIXES:
+        # rep.html.bak: rep.html, not rep.html.html (QA 41 R)
+        stem = path.with_suffix("")
+        fits = stem if stem.suffix.lower() in HTML_SUFFIXES else path.with_suffix(".html")
         raise InvalidSpecError(
             field,
             f"a {path.suffix} file cannot hold the report, which is HTML",
             got=str(path),
-            fix=f"name it {path.with_suffix('.html').name}",
+            fix=f"name it {fits.name}",
         )
     return path
 
@@ -311,6 +314,7 @@ def write_report(
             TrainPlan.from_dict(data, path=str(request.plan)), request.out, field=_OUT
         )
         return ReportResult(out=request.out, what=f"plan {request.plan}")
+    from gpucast.store.coldstart import COLDSTART_KIND
     from gpucast.store.db import default_db_path, no_store_yet, open_store
 
     store = Path(db) if db is not None else default_db_path()
@@ -332,12 +336,14 @@ def write_report(
                 workload=workload, limit=request.limit, configurations=configurations
             )
         ]
+        results = {int(r["id"]): opened.get_run(int(r["id"])).result for r in rows}
+        for r in rows:  # a run's own warnings (noisy, busy host), as runs show prints them
+            stored = results[int(r["id"])]
+            r["warnings"] = (
+                [str(w) for w in (stored.get("warnings") or [])] if isinstance(stored, dict) else []
+            )
         # program runs (measure cmd) bring their time series
-        programs = {
-            int(r["id"]): opened.get_run(int(r["id"])).result
-            for r in rows
-            if r["kind"] == "program"
-        }
+        programs = {int(r["id"]): results[int(r["id"])] for r in rows if r["kind"] == "program"}
         held = opened.count_runs() if not rows else len(rows)
     warnings: tuple[str, ...] = ()
     if not rows:
@@ -354,7 +360,14 @@ def write_report(
     title = f"gpucast measurements{'' if request.workload is None else ': ' + request.workload}"
     write_text_atomic(
         request.out,
-        measurements_html(rows, title=title, source=str(store), programs=programs),
+        measurements_html(
+            rows,
+            title=title,
+            source=str(store),
+            programs=programs,
+            warnings=warnings,
+            total_kinds=frozenset({COLDSTART_KIND}),  # one total, as runs list says
+        ),
         field=_OUT,
     )
     return ReportResult(out=request.out, what=what, warnings=warnings)

@@ -14,7 +14,7 @@ from rich.table import Table
 from gpucast.app.kernels import PredictKernelsRequest, PredictKernelsResult
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state
-from gpucast.cli.measure import format_seconds
+from gpucast.domain.units import format_seconds
 
 
 @request_command(PredictKernelsRequest)

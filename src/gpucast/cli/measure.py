@@ -25,7 +25,7 @@ from gpucast.cli._common import (
     working,
 )
 from gpucast.cli._progress import progress_line
-from gpucast.domain.units import count_of, format_sig, percent_text
+from gpucast.domain.units import count_of, format_seconds, percent_text
 
 if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only here
     from collections.abc import Set
@@ -36,18 +36,6 @@ if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Time training or inference steps."
 )
-
-
-def format_seconds(value: float | None) -> str:
-    """A duration with a readable unit, three significant figures with their trailing zeros:
-    ``812 µs``, ``12.0 ms`` (not ``12 ms`` beside ``11.8 ms``), ``1.53 s``."""
-    if value is None:
-        return "-"
-    if value < 1e-3:
-        return f"{format_sig(value * 1e6)} µs"
-    if value < 1.0:
-        return f"{format_sig(value * 1e3)} ms"
-    return f"{format_sig(value)} s"
 
 
 def measurement_table(m: Measurement, *, title: str | None = None, prefix: str = "") -> Table:

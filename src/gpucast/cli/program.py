@@ -18,22 +18,16 @@ from rich.table import Table
 from gpucast.app.program import MeasureCmdRequest, PredictCmdRequest, PredictCmdResult
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
-from gpucast.cli.measure import format_seconds, progress_line
-from gpucast.domain.units import count_of
-
-
-def _bytes(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} B"
+from gpucast.cli.measure import progress_line
+from gpucast.domain.units import count_of, format_seconds
 
 
 def program_table(result: dict[str, Any], *, title: str | None = None) -> Table:
     """A Rich table of a stored program run (``MeasureCmdResult.to_dict()`` or a stored
-    run's result): timing, work metric, machine, then the resource profile."""
+    run's result): :func:`gpucast.report.program.program_rows`, as the runs report shows
+    them, a failure in red and the bottleneck in bold."""
+    from gpucast.report.program import program_rows
+
     name = escape(str(result["name"]))
     cores = result.get("cores") or []
     pinned = f"pinned to CPUs {','.join(str(c) for c in cores)}" if cores else "not pinned"
@@ -44,88 +38,14 @@ def program_table(result: dict[str, Any], *, title: str | None = None) -> Table:
     )
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("command", escape(" ".join(result["command"]))[:200])
-    status = result["status"]
-    table.add_row(
-        "status",
-        "ok" if status == "ok" else f"[red]failed[/red]: {escape(str(result.get('failure')))}",
-    )
-    table.add_row("median run", format_seconds(result.get("median_s")))
-    dedicated = result.get("dedicated_median_s")
-    if dedicated is not None:
-        table.add_row(
-            "dedicated-equivalent",
-            f"{format_seconds(dedicated)} median (the wall time less the "
-            f"{result.get('contention_share') or 0.0:.0%} other tasks on this machine took)",
-        )
-    table.add_row("mean run", format_seconds(result.get("mean_s")))
-    ci = result.get("ci_halfwidth_rel")
-    table.add_row(
-        "95% CI of mean",
-        "-" if ci is None else f"±{ci:.1%} (target ±{result['target_ci']:.0%})",
-    )
-    table.add_row("p5 / p95", f"{format_seconds(result.get('p5_s'))} / "
-                  f"{format_seconds(result.get('p95_s'))}")  # fmt: skip
-    runs = result["runs"]
-    n_warm = sum(1 for r in runs if r["warmup"])
-    table.add_row(
-        "runs", f"{result['n_samples']} measured, {n_warm} warm-up · stop: {result['stop_reason']}"
-    )
-    if result.get("metric_pattern"):
-        value = result.get("metric_median")
-        table.add_row(
-            "work metric",
-            f"{escape(str(result['metric_name']))} = "
-            + ("-" if value is None else f"{value:,.4g}")
-            + (" (a rate)" if result.get("metric_is_rate") else " per run"),
-        )
-    work = result.get("work_per_s")
-    if work is not None:
-        table.add_row("work rate", f"{work:,.4g} {escape(str(result['work_unit']))}/s")
-    env = result["environment"]
-    table.add_row(
-        "host",
-        f"{escape(str(env['host']))} · {escape(str(env['cpu_model']))} · {env['cpu_cores']} CPUs",
-    )
-    profile = result.get("profile")
-    if profile:
-        shares = profile["shares"]
-        table.add_row(
-            "bound by",
-            f"[bold]{escape(str(profile['bound_by']))}[/bold] ("
-            + ", ".join(f"{k} {v:.0%}" for k, v in shares.items() if v >= 0.005)
-            + " of the time)",
-        )
-        table.add_row(
-            "phases",
-            escape(
-                " → ".join(
-                    f"{p['bound_by']} {p['start_s']:.1f}-{p['end_s']:.1f} s"
-                    for p in profile["phases"][:8]
-                )
-                + (" …" if len(profile["phases"]) > 8 else "")
-            ),
-        )
-        table.add_row(
-            "CPU (cores)",
-            f"{profile['cpu_cores_mean']:.2f} mean, {profile['cpu_cores_peak']:.2f} peak · "
-            f"{profile['parallelism']:.2f} when busy · burstiness (CV) "
-            f"{profile['burstiness']:.2f} · waiting for a CPU {profile['cpu_wait_share']:.0%}",
-        )
-        table.add_row(
-            "memory (RSS)",
-            f"{_bytes(profile['rss_mean_bytes'])} mean, {_bytes(profile['rss_peak_bytes'])} peak",
-        )
-        table.add_row(
-            "I/O",
-            f"{_bytes(profile['io_mean_bytes_per_s'])}/s mean, "
-            f"{_bytes(profile['io_peak_bytes_per_s'])}/s peak",
-        )
-        if profile.get("gpu_util_mean_pct") is not None:
-            table.add_row("GPU utilisation", f"{profile['gpu_util_mean_pct']:.0f}% mean")
-    failed = next((r for r in runs if r["status"] != "ok"), None)
-    if failed is not None and failed["stderr_tail"]:
-        table.add_row("stderr tail", escape("\n".join(failed["stderr_tail"][-5:])))
+    for what, value in program_rows(result):
+        text = escape(value)
+        if what == "status" and value != "ok":
+            text = text.replace("failed", "[red]failed[/red]", 1)
+        elif what == "bound by":
+            head, _, rest = text.partition(" ")
+            text = f"[bold]{head}[/bold] {rest}"
+        table.add_row(what, text)
     return table
 
 

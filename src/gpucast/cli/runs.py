@@ -25,8 +25,8 @@ from gpucast.cli._common import (
     say_new_store,
     state,
 )
-from gpucast.cli.measure import format_seconds, measurement_table, print_warnings
-from gpucast.domain.units import count_of
+from gpucast.cli.measure import measurement_table, print_warnings
+from gpucast.domain.units import count_of, format_seconds
 
 app = typer.Typer(
     no_args_is_help=True,

@@ -215,6 +215,30 @@ def format_usd(value: float) -> str:
     return f"${value:.2f}"
 
 
+def format_seconds(value: float | None) -> str:
+    """A duration with a readable unit, three significant figures with their trailing zeros:
+    ``812 µs``, ``12.0 ms`` (not ``12 ms`` beside ``11.8 ms``), ``1.53 s``; ``-`` for none.
+    ``runs list`` and the runs report (``report --runs``) write a step time so."""
+    if value is None:
+        return "-"
+    if value < 1e-3:
+        return f"{format_sig(value * 1e6)} µs"
+    if value < 1.0:
+        return f"{format_sig(value * 1e3)} ms"
+    return f"{format_sig(value)} s"
+
+
+def format_cents(value: float) -> str:
+    """A cost to the cent (``$9.75``, ``$1,036.43``), two significant digits under a cent
+    (``$0.0025``: never a priced ``$0.00``), ``n/a`` when not finite; the HTML reports' and
+    the plan table's money (QA 35 R #22 in the table, QA 41 R1 in the report)."""
+    if not math.isfinite(value):
+        return "n/a"
+    if 0 < abs(value) < 0.005:
+        return f"${value:.2g}"
+    return f"${value:,.2f}"
+
+
 def format_sig(value: float, digits: int = 3, *, max_decimals: int = 6) -> str:
     """``value`` with ``digits`` significant digits in fixed point, thousands separated, never
     in scientific notation: ``24.3``, ``3.36``, ``0.00853``, ``110,836``; at most

@@ -1,9 +1,11 @@
 """Hand-written inline SVG charts: no plotting library, no network, every label escaped.
 
-:func:`pareto_svg` draws time (hours, log axis) against cost (US$, log axis) for a plan's
-candidates: on-demand plans as circles, spot plans as diamonds, the Pareto front joined by a
-line, the recommended pick ringed, the deadline and budget as dashed lines. Each point has a
-``<title>`` tooltip. :func:`bar_svg` draws a horizontal bar chart (e.g. measured step times).
+:func:`front_svg` draws a plan's candidates on two log axes: circles and diamonds (on-demand
+and spot plans; a serving plan's hits and misses), the Pareto front filled and joined by a
+line, the recommended pick ringed, each axis's limit (deadline, budget, SLO) a dashed line;
+each point has a ``<title>`` tooltip. :func:`pareto_svg` is a training plan's: time (hours)
+against cost (US$); the LLM training and serving reports draw theirs with it too.
+:func:`bar_svg` draws a horizontal bar chart (e.g. measured step times).
 :func:`series_svg` draws one signal of a program run over time (``measure cmd``), its
 bottleneck phases as shaded bands behind the line.
 """
@@ -11,11 +13,12 @@ bottleneck phases as shaded bands behind the line.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from html import escape
 
 from gpucast.domain.plan import TrainPlan
-from gpucast.domain.units import format_usd
+from gpucast.domain.units import format_duration, format_usd
 
 WIDTH = 760
 HEIGHT = 440
@@ -40,25 +43,55 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 def _fmt(v: float) -> str:
     if v >= 1000:
         return f"{v:,.0f}"
-    if v >= 1:
-        return f"{v:g}"
+    if v >= 1:  # an axis's top (a run's peak 1.10922 cores): three figures, as 1-2-5 ticks
+        return f"{v:.3g}"
     return f"{v:.2g}"
 
 
-def pareto_svg(plan: TrainPlan) -> str:
-    """The time-cost chart of a plan as an ``<svg>`` element (a string)."""
-    pts = [
-        (c.time_s / 3600.0, c.cost_usd, c, k)
-        for k, c in enumerate(plan.candidates)
-        if math.isfinite(c.time_s) and math.isfinite(c.cost_usd) and c.time_s > 0 and c.cost_usd > 0
-    ]
-    req = plan.request
-    xs = [p[0] for p in pts] or [1.0]
-    ys = [p[1] for p in pts] or [1.0]
-    if req.deadline_s is not None:
-        xs.append(req.deadline_s / 3600.0)
-    if req.budget_usd is not None:
-        ys.append(req.budget_usd)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScatterPoint:
+    """One candidate of a front chart: its position, its tooltip, whether it is drawn as a
+    diamond (spot; a serving plan's miss) rather than a circle, and its place on the front."""
+
+    x: float
+    y: float
+    tip: str
+    diamond: bool = False
+    on_front: bool = False
+    pick: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Axis:
+    """A log axis: its label (with its unit), a prefix for its tick labels ("$") and an
+    optional dashed limit line (the deadline, the budget, the SLO)."""
+
+    label: str
+    prefix: str = ""
+    limit: float | None = None
+    limit_label: str = ""
+
+
+def front_svg(
+    points: Sequence[ScatterPoint],
+    *,
+    x_axis: Axis,
+    y_axis: Axis,
+    legend: tuple[str, str],
+    svg_id: str = "pareto-plot",
+    aria: str = "Pareto front",
+) -> str:
+    """A log-log scatter of a plan's candidates as an ``<svg>`` element: circles and diamonds
+    (``legend`` names them), filled on the Pareto front, the front joined by a line, the pick
+    ringed, each axis's limit a dashed line. The training, LLM training and serving reports
+    draw their fronts with it."""
+    pts = [p for p in points if math.isfinite(p.x) and math.isfinite(p.y) and p.x > 0 < p.y]
+    xs = [p.x for p in pts] or [1.0]
+    ys = [p.y for p in pts] or [1.0]
+    if x_axis.limit is not None:
+        xs.append(x_axis.limit)
+    if y_axis.limit is not None:
+        ys.append(y_axis.limit)
     x_lo, x_hi = min(xs) / 1.3, max(xs) * 1.3
     y_lo, y_hi = min(ys) / 1.3, max(ys) * 1.3
     pw = WIDTH - PAD_L - PAD_R
@@ -71,9 +104,9 @@ def pareto_svg(plan: TrainPlan) -> str:
         return PAD_T + ph * (1 - (math.log(v) - math.log(y_lo)) / (math.log(y_hi) - math.log(y_lo)))
 
     out = [
-        f'<svg id="pareto-plot" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
+        f'<svg id="{escape(svg_id)}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
         f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-        'aria-label="Pareto front of time against cost">',
+        f'aria-label="{escape(aria)}">',
         f'<rect x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#999"/>',
     ]
     for v in _log_ticks(x_lo, x_hi):
@@ -81,52 +114,48 @@ def pareto_svg(plan: TrainPlan) -> str:
         out.append(
             f'<line x1="{x:.1f}" y1="{PAD_T}" x2="{x:.1f}" y2="{PAD_T + ph}" stroke="#e3e3e3"/>'
             f'<text x="{x:.1f}" y="{PAD_T + ph + 16}" font-size="11" text-anchor="middle">'
-            f"{_fmt(v)}</text>"
+            f"{escape(x_axis.prefix)}{_fmt(v)}</text>"
         )
     for v in _log_ticks(y_lo, y_hi):
         y = sy(v)
         out.append(
             f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{PAD_L + pw}" y2="{y:.1f}" stroke="#e3e3e3"/>'
             f'<text x="{PAD_L - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
-            f"${_fmt(v)}</text>"
+            f"{escape(y_axis.prefix)}{_fmt(v)}</text>"
         )
     out.append(
         f'<text x="{PAD_L + pw / 2}" y="{HEIGHT - 14}" font-size="12" text-anchor="middle">'
-        "time to target (hours, log scale)</text>"
+        f"{escape(x_axis.label)}</text>"
         f'<text x="16" y="{PAD_T + ph / 2}" font-size="12" text-anchor="middle" '
-        f'transform="rotate(-90 16 {PAD_T + ph / 2})">cost (US$, log scale)</text>'
+        f'transform="rotate(-90 16 {PAD_T + ph / 2})">{escape(y_axis.label)}</text>'
     )
-    if req.deadline_s is not None:
-        x = sx(req.deadline_s / 3600.0)
+    if x_axis.limit is not None:
+        x = sx(x_axis.limit)
         out.append(
             f'<line x1="{x:.1f}" y1="{PAD_T}" x2="{x:.1f}" y2="{PAD_T + ph}" stroke="#555" '
             f'stroke-dasharray="6 4"/><text x="{x + 4:.1f}" y="{PAD_T + 12}" font-size="11">'
-            "deadline</text>"
+            f"{escape(x_axis.limit_label)}</text>"
         )
-    if req.budget_usd is not None:
-        y = sy(req.budget_usd)
+    if y_axis.limit is not None:
+        y = sy(y_axis.limit)
         out.append(
             f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{PAD_L + pw}" y2="{y:.1f}" stroke="#555" '
             f'stroke-dasharray="6 4"/><text x="{PAD_L + 4}" y="{y - 4:.1f}" font-size="11">'
-            "budget</text>"
+            f"{escape(y_axis.limit_label)}</text>"
         )
-    front = sorted((p for p in pts if p[3] in set(plan.pareto)), key=lambda p: p[0])
+    front = sorted((p for p in pts if p.on_front), key=lambda p: p.x)
     if len(front) > 1:
-        path = " ".join(f"{sx(p[0]):.1f},{sy(p[1]):.1f}" for p in front)
+        path = " ".join(f"{sx(p.x):.1f},{sy(p.y):.1f}" for p in front)
         out.append(
             f'<polyline class="front" points="{path}" fill="none" stroke="#2ca02c" '
             'stroke-width="1.5"/>'
         )
-    for t_h, cost, c, k in pts:
-        x, y = sx(t_h), sy(cost)
-        colour = SPOT_COLOUR if c.market == "spot" else OD_COLOUR
-        on_front = k in plan.pareto
-        tip = escape(
-            f"#{k} {c.label()}: {t_h:.2f} h, {format_usd(cost)}"
-            + ("" if c.p_meet_deadline is None else f", P(meet) {c.p_meet_deadline:.0%}")
-        )
-        fill = colour if on_front else "white"
-        if c.market == "spot":
+    for p in pts:
+        x, y = sx(p.x), sy(p.y)
+        colour = SPOT_COLOUR if p.diamond else OD_COLOUR
+        fill = colour if p.on_front else "white"
+        tip = escape(p.tip)
+        if p.diamond:
             shape = (
                 f'<polygon points="{x:.1f},{y - 5:.1f} {x + 5:.1f},{y:.1f} {x:.1f},{y + 5:.1f} '
                 f'{x - 5:.1f},{y:.1f}" fill="{fill}" stroke="{colour}" stroke-width="1.5">'
@@ -138,21 +167,21 @@ def pareto_svg(plan: TrainPlan) -> str:
                 f'fill="{fill}" stroke="{colour}" stroke-width="1.5"><title>{tip}</title>'
                 "</circle></g>"
             )
-        if k == plan.recommended:
+        if p.pick:
             out.append(
                 f'<circle class="recommended" cx="{x:.1f}" cy="{y:.1f}" r="10" fill="none" '
                 'stroke="#000" stroke-width="2"/>'
             )
-    # legend in the bottom-left corner: fast and cheap, where no plan can be
+    # legend in the bottom-left corner: fast and cheap, where no candidate can be
     lx, ly = PAD_L + 8, PAD_T + ph - 70
     out.append(
         f'<g font-size="11"><rect x="{lx}" y="{ly}" width="182" height="62" '
         'fill="white" stroke="#ccc"/>'
         f'<circle cx="{lx + 12}" cy="{ly + 14}" r="4.5" fill="{OD_COLOUR}"/>'
-        f'<text x="{lx + 22}" y="{ly + 18}">on demand (filled: Pareto)</text>'
+        f'<text x="{lx + 22}" y="{ly + 18}">{escape(legend[0])}</text>'
         f'<polygon points="{lx + 12},{ly + 27} {lx + 17},{ly + 32} {lx + 12},'
         f'{ly + 37} {lx + 7},{ly + 32}" fill="{SPOT_COLOUR}"/>'
-        f'<text x="{lx + 22}" y="{ly + 36}">spot (Monte Carlo mean)</text>'
+        f'<text x="{lx + 22}" y="{ly + 36}">{escape(legend[1])}</text>'
         f'<circle cx="{lx + 12}" cy="{ly + 50}" r="6" fill="none" stroke="#000" '
         f'stroke-width="2"/><text x="{lx + 22}" y="{ly + 54}">recommended</text></g>'
     )
@@ -160,8 +189,49 @@ def pareto_svg(plan: TrainPlan) -> str:
     return "\n".join(out)
 
 
-def bar_svg(labels: Sequence[str], values: Sequence[float], *, unit: str, svg_id: str) -> str:
-    """A horizontal bar chart (one bar per label) as an ``<svg>`` element."""
+#: the training reports' axes: time to target against cost (US$), both log
+TIME_AXIS = "time to target (hours, log scale)"
+COST_AXIS = "cost (US$, log scale)"
+TRAIN_LEGEND = ("on demand (filled: Pareto)", "spot (Monte Carlo mean)")
+
+
+def pareto_svg(plan: TrainPlan) -> str:
+    """The time-cost chart of a plan as an ``<svg>`` element (a string)."""
+    front, req = set(plan.pareto), plan.request
+    points = [
+        ScatterPoint(
+            x=c.time_s / 3600.0,
+            y=c.cost_usd,
+            tip=f"#{k} {c.label()}: {format_duration(c.time_s)}, {format_usd(c.cost_usd)}"
+            + ("" if c.p_meet_deadline is None else f", P(meet) {c.p_meet_deadline:.0%}"),
+            diamond=c.market == "spot",
+            on_front=k in front,
+            pick=k == plan.recommended,
+        )
+        for k, c in enumerate(plan.candidates)
+    ]
+    deadline_h = None if req.deadline_s is None else req.deadline_s / 3600.0
+    return front_svg(
+        points,
+        x_axis=Axis(label=TIME_AXIS, limit=deadline_h, limit_label="deadline"),
+        y_axis=Axis(label=COST_AXIS, prefix="$", limit=req.budget_usd, limit_label="budget"),
+        legend=TRAIN_LEGEND,
+        aria="Pareto front of time against cost",
+    )
+
+
+def bar_svg(
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    unit: str,
+    svg_id: str,
+    text: Callable[[float], str] | None = None,
+) -> str:
+    """A horizontal bar chart (one bar per label) as an ``<svg>`` element; ``text`` writes a
+    bar's value (default: four figures and ``unit``), e.g. as the page's table does."""
+    show: Callable[[float], str] = text or (lambda v: f"{v:.4g} {unit}")
+
     n = max(len(values), 1)
     row = 22
     height = PAD_T + n * row + 30
@@ -180,9 +250,9 @@ def bar_svg(labels: Sequence[str], values: Sequence[float], *, unit: str, svg_id
             f"{escape(label)}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
             f'fill="{OD_COLOUR}">'
-            f"<title>{escape(label)}: {v:.4g} {escape(unit)}</title></rect>"
-            f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{v:.4g} '
-            f"{escape(unit)}</text>"
+            f"<title>{escape(label)}: {escape(show(v))}</title></rect>"
+            f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{escape(show(v))}'
+            "</text>"
         )
     out.append("</svg>")
     return "\n".join(out)

@@ -12,7 +12,7 @@ from rich.text import Text
 from gpucast.domain.convergence import noise_batch_text
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.plan import PlanCandidate, TrainPlan
-from gpucast.domain.units import count_of, format_amount
+from gpucast.domain.units import count_of, format_amount, format_cents
 from gpucast.plan.pareto import limited_rows
 
 
@@ -28,11 +28,8 @@ def _hours(seconds: float | None) -> str:
 
 
 def _usd(value: float) -> str:
-    if not math.isfinite(value):
-        return "n/a"
-    if 0 < value < 0.005:  # under a cent: two significant digits, never a priced "$0.00"
-        return f"${value:.2g}"
-    return f"${value:,.2f}" if value < 100 else f"${value:,.0f}"
+    """Cents below $100 (a priced sub-cent cost is never "$0.00"), whole dollars above."""
+    return format_cents(value) if not math.isfinite(value) or value < 100 else f"${value:,.0f}"
 
 
 def _amount(value: float | None) -> str:
@@ -171,6 +168,20 @@ def mean_above_band(c: PlanCandidate) -> bool:
     return c.market == "spot" and c.time_p90_s is not None and c.time_s > c.time_p90_s
 
 
+def skewed_spot_note(plan: TrainPlan, rows: Sequence[int]) -> str:
+    """Why a spot row's time lies above its p90 (:func:`mean_above_band`), for those of
+    ``rows``; empty when none does. The terminal and the HTML report say it alike."""
+    skewed = [k for k in rows if mean_above_band(plan.candidates[k])]
+    if not skewed:
+        return ""
+    return (
+        f"spot {'row' if len(skewed) == 1 else 'rows'} {', '.join(f'#{k}' for k in skewed)}: "
+        "the time is the mean of the Monte Carlo runs, above the row's p90 (its interval "
+        "reaches up to it) -- a few runs took far longer (revocations, waits for capacity); "
+        "p90 and P(meet) describe most runs"
+    )
+
+
 def _plan_rows(plan: TrainPlan, limit: int | None) -> list[int]:
     """The candidates :func:`plan_table` shows: ``limit`` rows, beyond it where the Pareto
     front and the pick need more."""
@@ -215,18 +226,9 @@ def print_plan(
         hints.append("--columns all every column")
     if hints:
         console.print(Text(f"({', '.join(hints)}, --csv FILE writes them all)", style="dim"))
-    skewed = [k for k in _plan_rows(plan, limit) if mean_above_band(plan.candidates[k])]
+    skewed = skewed_spot_note(plan, _plan_rows(plan, limit))
     if skewed:
-        rows = ", ".join(f"#{k}" for k in skewed)
-        console.print(
-            Text(
-                f"(spot {'row' if len(skewed) == 1 else 'rows'} {rows}: the time is the mean of "
-                "the Monte Carlo runs, above the row's p90 (its interval reaches up to it) -- a "
-                "few runs took far longer (revocations, waits for capacity); p90 and P(meet) "
-                "describe most runs)",
-                style="dim",
-            )
-        )
+        console.print(Text(f"({skewed})", style="dim"))
     best = plan.best
     if best is not None:
         extra = (

@@ -247,6 +247,14 @@ def output_file(path: Path | str, field: str = "output") -> Path:
         raise InvalidSpecError(
             field, f"folder {directory} does not exist", got=str(path), fix="create it first"
         )
+    try:  # a folder the user cannot write (read-only, not theirs): said before the work,
+        # not after a plan's minutes with its other outputs written (QA 41 R12); a probe
+        # file, as the mode bits do not tell (root, read-only mounts, ACLs)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=directory)
+    except OSError as exc:
+        raise _unwritable(path, field, exc) from None
+    os.close(fd)
+    os.unlink(probe)
     return path
 
 
