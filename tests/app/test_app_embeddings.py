@@ -240,7 +240,7 @@ def test_shipped_wide_deep_and_two_tower_price_their_dense_part(name: str) -> No
     assert dlrm.validation.validated and "13 of 15" in dlrm.validation.text()
     # the MLPerf runs are mixed precision; the line read "fp32" (QA 35 R #21)
     # ... "mixed" alone read as the plan named mixed (QA 37 G #15)
-    assert "(A100-80GB, mixed precision, 8 GPUs on mlperf" in dlrm.validation.text()
+    assert "(for A100-80GB, mixed precision, 8 GPUs; measured on mlperf" in dlrm.validation.text()
     two = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=2).validation
     assert "A100-80GB, mixed precision, 2 GPUs (validated only for" in two.text()
     assert "H200, mixed precision, 4-128 GPUs)" in two.text()

@@ -37,7 +37,17 @@ def test_data_parallel_scaling_carries_the_mlperf_and_pollux_figures() -> None:
 def test_a_row_without_data_does_not_say_on_none() -> None:
     v = validation_for("gnn-split", ["A100-80GB"], "fp32")
     assert v.validated and v.data == ""
-    assert v.text().endswith("(A100-80GB, fp32, 1 GPU)") and "on none" not in v.text()
+    assert v.text().endswith("(for A100-80GB, fp32, 1 GPU)") and "on none" not in v.text()
+
+
+def test_the_line_tells_the_predictions_regime_from_the_data_measured() -> None:
+    """QA 41 R15: "(A100-40GB, bf16, 1 GPU on cmdare/checkpoint/...)" read as if CM-DARE's
+    TensorFlow saves had been A100 bf16 ones."""
+    v = validation_for("checkpoint", ["A100-40GB"], "bf16", 1)
+    assert v.text() == (
+        "all: MAPE 6.50% per save leave-one-model-out (for A100-40GB, bf16, 1 GPU; measured on "
+        "cmdare/checkpoint/whole_data.csv (20 models, TensorFlow saves on GCE))"
+    )
 
 
 def test_a_regime_known_to_lack_data_says_why() -> None:

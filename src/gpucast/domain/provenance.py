@@ -84,8 +84,10 @@ class Validation:
     def text(self) -> str:
         if self.error is None:
             return f"not validated for {self.regime}"
-        where = f" on {self.data}" if self.data else ""
-        return f"{self.error} ({self.regime}{where})"
+        # the regime is the prediction's, the data what the error was measured on (QA 41 R15:
+        # "(A100-40GB, bf16, 1 GPU on cmdare/checkpoint/...)" read as if the data were A100 bf16)
+        where = f"; measured on {self.data}" if self.data else ""
+        return f"{self.error} (for {self.regime}{where})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
