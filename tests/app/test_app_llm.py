@@ -493,6 +493,24 @@ def test_a_rack_of_72_runs_a_power_of_two_batch_on_64_of_its_gpus() -> None:
     assert "partial nodes" not in on_8.assumptions
 
 
+def test_predict_llm_train_counts_a_partial_nodes_idle_gpus_in_its_energy() -> None:
+    """64 GPUs of each 72-GPU rack: the 8 idle ones are paid for (``cost``) and draw their
+    idle power, in predict llm-train's step energy as in plan llm-train's row of the same
+    layout (QA 41 L F1: predict left them out)."""
+    common = {"model": "llama-3-8b", "cluster": "GB200-NVL72", "cluster_nodes": 2,
+              "global_batch": 1024, "cluster_price_usd_per_gpu_hour": 5.0}  # fmt: skip
+    predicted = gpucast.predict_llm_train(**common, gpus=128)
+    assert predicted.cost["paid_gpus"] == 144
+    assert "unused GPUs at idle" in predicted.assumptions["energy"]
+    plan = gpucast.plan_llm_train(**common, tokens=1e10)
+    (row,) = [r for r in plan.candidates if (r.gpus, r.idle_gpus) == (128, 16)]
+    assert row.layout == predicted.best.layout.label()
+    row_w = row.energy_kwh * 3.6e6 / row.time_s  # all 144 GPUs' draw, as the plan prices it
+    step_w = predicted.energy["step_energy_j"] / predicted.best.step_time_s
+    assert step_w == pytest.approx(row_w, rel=1e-9)
+    assert step_w > predicted.energy["avg_power_w"] * 128
+
+
 def test_plan_llm_train_on_a_cluster_you_have() -> None:
     """A priced file cluster: its GPU, up to its nodes, its price; an unpriced catalog shape
     ranks by GPU-hours. Catalog filters with a cluster are refused."""

@@ -418,7 +418,8 @@ class PredictLlmTrainResult:
     validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
     #: the best layout's ``avg_power_w`` (one GPU over the step), ``step_energy_j`` (all its
-    #: GPUs) and ``energy_j_per_token``; empty without the GPU's power facts
+    #: GPUs, and a partial node's idle ones at their idle draw) and ``energy_j_per_token``;
+    #: empty without the GPU's power facts
     energy: dict[str, float] = field(default_factory=dict)
     #: the best layout's ``usd_per_hour`` (the GPUs it runs on, and a node's idle ones) and
     #: ``usd_per_million_tokens`` at the ``--cluster``'s price; empty without a price
@@ -593,8 +594,17 @@ def predict_llm_train(
     fitting = [p.with_band(low, high, note) for p in ranked if p.fits][: 1 + request.top]
     best = fitting[0]
     energy, energy_note = llm_energy(catalog)
+    if whole != per_node:
+        energy_note += "; a node's unused GPUs at idle"
     watts = energy.gpu_power_w(best)
-    step_j = None if watts is None else watts[0] * best.layout.gpus * best.step_time_s
+    # a partial node's idle GPUs draw their idle power the whole step, as in plan llm-train's
+    # rows and as they are paid for (``cost``)
+    idle_gpus = gpus // per_node * (whole - per_node)
+    step_j = (
+        None
+        if watts is None
+        else (watts[0] * best.layout.gpus + watts[1] * idle_gpus) * best.step_time_s
+    )
     return PredictLlmTrainResult(
         best=best,
         alternatives=tuple(fitting[1 : 1 + request.top]),
