@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gpucast
+from gpucast.app.llm import GROWING_TERMS
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 
 
@@ -509,6 +510,25 @@ def test_predict_llm_train_counts_a_partial_nodes_idle_gpus_in_its_energy() -> N
     step_w = predicted.energy["step_energy_j"] / predicted.best.step_time_s
     assert step_w == pytest.approx(row_w, rel=1e-9)
     assert step_w > predicted.energy["avg_power_w"] * 128
+
+
+def test_predict_llm_train_says_when_fewer_gpus_run_the_step_faster() -> None:
+    """Two DGX H100 over 10 Gbit/s TCP: all 16 GPUs (the default) send the pipeline between
+    the nodes and take ~8x one node's step; the GPUs assumption names the faster count, its
+    step and layout as predicted on it, and why (QA 41 L F3: nothing said so). A step bound
+    by compute is not second-guessed."""
+    common = {"model": "llama-3-8b", "cluster": "DGX-H100", "cluster_nodes": 2,
+              "global_batch": 64,
+              "cluster_set": (("inter_node_gbps", "10"), ("network", "ethernet"))}  # fmt: skip
+    all_16 = gpucast.predict_llm_train(**common)
+    one_node = gpucast.predict_llm_train(**common, gpus=8)
+    assert all_16.best.layout.gpus == 16 and all_16.best.bottleneck in GROWING_TERMS
+    assert one_node.best.step_time_s < all_16.best.step_time_s / 2
+    said = all_16.assumptions["GPUs"]
+    assert f"; 8 of them run this step faster: {one_node.best.step_time_s:.3g} s (" in said
+    assert one_node.best.layout.label() in said and f"bound by {all_16.best.bottleneck}" in said
+    assert "faster" not in one_node.assumptions["GPUs"]  # compute-bound: no second search
+    assert one_node.best.bottleneck not in GROWING_TERMS
 
 
 def test_plan_llm_train_on_a_cluster_you_have() -> None:
