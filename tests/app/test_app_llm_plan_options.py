@@ -190,6 +190,29 @@ def test_rows_that_miss_the_deadline_are_marked(h100: PlanLlmTrainResult, tmp_pa
     assert "<td>P(meet deadline) below --min-p-meet</td>" in html
 
 
+def test_the_pick_says_why_it_is_the_pick() -> None:
+    """plan train's "bound by" and "what would help" for plan llm-train's pick (QA 41 L F2:
+    the text marked the pick and said nothing of why): the objective among the rows that
+    meet the limits, what bounds its step, and the cheapest faster row of the front."""
+    from gpucast.report.html import llm_train_plan_html
+
+    plan = gpucast.plan_llm_train(**SMALL, gpus=["H100"], deadline="8h")
+    pick = plan.best
+    meeting = [c for c in plan.candidates if not c.missed()]
+    faster = [i for i in plan.pareto if plan.candidates[i].time_s < pick.time_s]
+    assert meeting and faster  # the fixture has both: a row that helps, rows that miss
+    why = plan.why()
+    assert why.startswith(f"the cheapest of the {len(meeting)} rows that meet the deadline (8 h;")
+    assert f"bound by {pick.bottleneck.replace('_', ' ')}" in why
+    nearest = min(faster, key=lambda i: plan.candidates[i].cost_usd)
+    assert f"; faster: {nearest} ({plan.candidates[nearest].gpus} H100-SXM) in " in why
+    assert f"  why: {why}" in plan.verdict() and plan.to_dict()["why"] == why
+    html = llm_train_plan_html(json.loads(json.dumps(plan.to_dict())))
+    assert "<br>Why: the cheapest of the " in html
+    fastest = gpucast.plan_llm_train(**SMALL, gpus=["H100"], objective="fastest")
+    assert fastest.why().startswith("the fastest of ") and "; faster:" not in fastest.why()
+
+
 def test_a_plan_of_one_step_says_step() -> None:
     # session 39 QA: --tokens 100 printed "100 tokens in 1 steps"
     plan = gpucast.plan_llm_train(**{**SMALL, "tokens": 100.0}, gpus=["H100"])

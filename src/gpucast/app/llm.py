@@ -418,7 +418,8 @@ class PredictLlmTrainResult:
     validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
     #: the best layout's ``avg_power_w`` (one GPU over the step), ``step_energy_j`` (all its
-    #: GPUs) and ``energy_j_per_token``; empty without the GPU's power facts
+    #: GPUs, and a partial node's idle ones at their idle draw) and ``energy_j_per_token``;
+    #: empty without the GPU's power facts
     energy: dict[str, float] = field(default_factory=dict)
     #: the best layout's ``usd_per_hour`` (the GPUs it runs on, and a node's idle ones) and
     #: ``usd_per_million_tokens`` at the ``--cluster``'s price; empty without a price
@@ -445,7 +446,66 @@ class PredictLlmTrainResult:
 def predict_llm_train(
     request: PredictLlmTrainRequest | None = None, /, **options: Any
 ) -> PredictLlmTrainResult:
-    """The fastest layout of ``model`` on ``gpus`` x ``gpu`` that fits (module docstring)."""
+    """The fastest layout of ``model`` on ``gpus`` x ``gpu`` that fits (module docstring);
+    where fewer GPUs run the step faster, its ``GPUs`` assumption says so
+    (:func:`_fewer_gpus_faster`)."""
+    request = resolve(PredictLlmTrainRequest, request, options)
+    return _fewer_gpus_faster(request, _predict_llm_train(request))
+
+
+#: Step terms that more GPUs can lengthen: collectives, pipeline sends and bubble, the host's
+#: pace. A step bound by one of them may run faster on fewer GPUs (``compute`` and
+#: ``memory_bandwidth`` shrink as GPUs are added).
+GROWING_TERMS = frozenset(
+    {"tp_comm", "cp_comm", "moe_comm", "pp_bubble", "pp_p2p", "dp_comm", "host_wait"}
+)
+
+#: How much faster a smaller GPU count must run the step to be named (1%: not a tie).
+FEWER_GPUS_MARGIN = 0.01
+
+
+def _fewer_gpus_faster(
+    request: PredictLlmTrainRequest, result: PredictLlmTrainResult
+) -> PredictLlmTrainResult:
+    """``result`` with its ``GPUs`` assumption naming a smaller GPU count that runs the step
+    faster, where one does: more GPUs are never slower without a stated reason (QA 41 L F3:
+    16 H100s over 10 Gbit/s TCP took 53 s a step, 8 of them 6.3 s, and nothing said so). Only
+    a step bound by a term that grows with the GPU count (:data:`GROWING_TERMS`) is checked,
+    at half the GPUs and at the largest power of two below them (96 -> 48 and 64), each
+    searched as the request searches; a count the request's layout or nodes cannot run is
+    skipped."""
+    from gpucast.domain.errors import GpucastError
+
+    best = result.best
+    gpus = best.layout.gpus
+    if best.bottleneck not in GROWING_TERMS or gpus < 2:
+        return result
+    power = 1 << (gpus.bit_length() - 1)
+    counts = sorted({gpus // 2 if gpus % 2 == 0 else 0, power if power < gpus else 0} - {0})
+    faster = []
+    for count in counts:
+        try:
+            fewer = _predict_llm_train(replace(request, gpus=count, top=0)).best
+        except GpucastError:
+            continue
+        if fewer.step_time_s < best.step_time_s * (1.0 - FEWER_GPUS_MARGIN):
+            faster.append(fewer)
+    if not faster:
+        return result
+    fewer = min(faster, key=lambda p: (p.step_time_s, p.layout.gpus))
+    note = (
+        f"; {fewer.layout.gpus} of them run this step faster: {fewer.step_time_s:.3g} s "
+        f"({fewer.layout.label()}) against {best.step_time_s:.3g} s, which is bound by "
+        f"{best.bottleneck} (more GPUs lengthen it); --gpus {fewer.layout.gpus}, or plan "
+        "llm-train to pick the count"
+    )
+    assumptions = dict(result.assumptions)
+    assumptions["GPUs"] = assumptions.get("GPUs", f"{gpus}") + note
+    return replace(result, assumptions=assumptions)
+
+
+def _predict_llm_train(request: PredictLlmTrainRequest) -> PredictLlmTrainResult:
+    """:func:`predict_llm_train` on exactly the request's GPUs."""
     from gpucast.catalog import load_catalog
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.systems import mesh_node_gpus
@@ -469,7 +529,6 @@ def predict_llm_train(
         rank_layouts,
     )
 
-    request = resolve(PredictLlmTrainRequest, request, options)
     spec = llm_model(request.model)
     check_lora_rank(spec, request.lora_rank)
     catalog = load_catalog()
@@ -593,8 +652,17 @@ def predict_llm_train(
     fitting = [p.with_band(low, high, note) for p in ranked if p.fits][: 1 + request.top]
     best = fitting[0]
     energy, energy_note = llm_energy(catalog)
+    if whole != per_node:
+        energy_note += "; a node's unused GPUs at idle"
     watts = energy.gpu_power_w(best)
-    step_j = None if watts is None else watts[0] * best.layout.gpus * best.step_time_s
+    # a partial node's idle GPUs draw their idle power the whole step, as in plan llm-train's
+    # rows and as they are paid for (``cost``)
+    idle_gpus = gpus // per_node * (whole - per_node)
+    step_j = (
+        None
+        if watts is None
+        else (watts[0] * best.layout.gpus + watts[1] * idle_gpus) * best.step_time_s
+    )
     return PredictLlmTrainResult(
         best=best,
         alternatives=tuple(fitting[1 : 1 + request.top]),

@@ -351,7 +351,8 @@ class PlanLlmTrainResult:
         pick = self.candidates[self.recommended]
         lines = [
             f"  pick's time, 80% interval: {format_duration(pick.time_low_s)} - "
-            f"{format_duration(pick.time_high_s)} (cost scales with it)"
+            f"{format_duration(pick.time_high_s)} (cost scales with it)",
+            f"  why: {self.why()}",
         ]
         if self.safe is None and not pick.holds_at_slow_edge:
             lines.append(
@@ -368,6 +369,56 @@ class PlanLlmTrainResult:
             )
         return lines + [f"  dropped: {why}" for why in self.infeasible]
 
+    def why(self) -> str:
+        """Why the pick is the pick (plan train's "bound by" and "what would help"): the
+        objective among the rows that meet the limits, what bounds its step, and what the
+        cheapest faster row on the Pareto front costs (empty without a pick)."""
+        if self.recommended is None:
+            return ""
+        pick = self.candidates[self.recommended]
+        request = self.request
+        objective = "cheapest" if request is None else request.objective
+        unpriced = all(c.cost_usd == 0 for c in self.candidates)
+        best = {
+            "fastest": "the fastest",
+            "energy": "the least energy",
+            "carbon": "the least carbon",
+        }.get(objective, "the fewest GPU-hours (no price)" if unpriced else "the cheapest")
+        limits = []
+        if request is not None and request.deadline_s is not None:
+            limits.append(
+                f"the deadline ({format_duration(request.deadline_s)}; P(meet) >= "
+                f"{request.min_p_meet:g})"
+            )
+        if request is not None and request.budget_usd is not None:
+            limits.append(f"the budget ({format_usd(request.budget_usd)})")
+        meeting = sum(1 for c in self.candidates if not c.missed())
+        rows = count_of(meeting, "row")
+        if not limits:
+            text = f"{best} of {rows} (no deadline or budget)"
+        elif meeting == 1:
+            text = f"the only row that meets {' and '.join(limits)}"
+        else:
+            text = f"{best} of the {rows} that meet {' and '.join(limits)}"
+        text += f"; its step is bound by {pick.bottleneck.replace('_', ' ')}"
+        faster = [
+            i for i in self.pareto
+            if self.candidates[i].time_s < pick.time_s and i != self.recommended
+        ]  # fmt: skip
+        if faster:
+            i = min(faster, key=lambda i: (self.candidates[i].cost_usd, self.candidates[i].time_s))
+            row = self.candidates[i]
+            if unpriced:  # GPU-hours, as the pick is ranked
+                hours = [(r.gpus + r.idle_gpus) * r.time_s / 3600.0 for r in (row, pick)]
+                more, unit = hours[0] - hours[1], lambda v: f"{v:,.0f} GPU-hours"
+            else:
+                more, unit = row.cost_usd - pick.cost_usd, format_usd
+            text += (
+                f"; faster: {i} ({row.gpus} {row.gpu}) in {format_duration(row.time_s)} for "
+                + (f"{unit(more)} more" if more >= 0 else f"{unit(-more)} less")
+            )
+        return text
+
     def to_dict(self) -> dict[str, Any]:
         from gpucast.app.reports import LLM_TRAIN_PLAN_KIND
         from gpucast.domain.options import to_options
@@ -380,6 +431,7 @@ class PlanLlmTrainResult:
             "steps": self.steps,
             "recommended": self.recommended,
             "safe": self.safe,
+            "why": self.why(),
             "pareto": list(self.pareto),
             "candidates": [c.to_dict() for c in self.candidates],
             "infeasible": list(self.infeasible),

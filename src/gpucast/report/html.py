@@ -807,6 +807,7 @@ def llm_train_plan_html(data: Mapping[str, Any]) -> str:
                 else "; at the slow edge of its interval it misses the deadline or the budget"
                 + ("" if safe is None else f" (row {safe} holds there)")
             )
+            + (f"<br>Why: {_h(data['why'])}" if data.get("why") else "")
             + "</div>"
         )
     columns = _llm_train_columns(req, [candidates[i] for i in shown])
