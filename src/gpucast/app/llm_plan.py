@@ -410,12 +410,14 @@ class PlanLlmTrainResult:
             row = self.candidates[i]
             if unpriced:  # GPU-hours, as the pick is ranked
                 hours = [(r.gpus + r.idle_gpus) * r.time_s / 3600.0 for r in (row, pick)]
-                more, unit = hours[0] - hours[1], lambda v: f"{v:,.0f} GPU-hours"
+                more = hours[0] - hours[1]
+                amount = f"{abs(more):,.0f} GPU-hours"
             else:
-                more, unit = row.cost_usd - pick.cost_usd, format_usd
+                more = row.cost_usd - pick.cost_usd
+                amount = format_usd(abs(more))
             text += (
                 f"; faster: {i} ({row.gpus} {row.gpu}) in {format_duration(row.time_s)} for "
-                + (f"{unit(more)} more" if more >= 0 else f"{unit(-more)} less")
+                + f"{amount} {'more' if more >= 0 else 'less'}"
             )
         return text
 
