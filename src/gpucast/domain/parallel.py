@@ -660,7 +660,10 @@ def recompute_option(searched: tuple[str, ...]) -> Any:
     """The ``--recompute`` field; ``searched``: the choices the verb tries without it."""
     return option(
         None,
-        help=f"none, selective or full recompute (default: {_default(searched)}).",
+        help="none (every activation kept, attention scores materialised as without "
+        "FlashAttention), selective (the attention core recomputed: what FlashAttention or "
+        "Megatron's selective recompute keep -- pick it for a FlashAttention run without "
+        f"recompute) or full (each layer recomputed) (default: {_default(searched)}).",
         example="selective",
     )
 
