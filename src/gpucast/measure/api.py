@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from gpucast.domain.errors import InvalidSpecError, MeasurementError
+from gpucast.domain.errors import GpucastError, InvalidSpecError, MeasurementError
 from gpucast.domain.kernels import KernelTrace
 from gpucast.domain.limits import MAX_SAMPLES
 from gpucast.domain.measurement import MODES, EnergySummary, Measurement, TelemetrySummary
@@ -56,7 +56,11 @@ _CPU_OUT_OF_MEMORY = "can't allocate memory"
 
 @contextlib.contextmanager
 def _translate_failures(spec: WorkloadSpec, mode: str, device: str) -> Iterator[None]:
-    """Turn a crash inside a step (OOM, shape error) into one clear MeasurementError."""
+    """Turn a crash inside a step (OOM, shape error) into one clear MeasurementError; in a
+    user model's step (``module:factory``) any exception but running out of memory is the
+    user's error (exit 2, :func:`gpucast.workloads.user.user_step_failed`)."""
+    from gpucast.workloads.user import is_user_spec, user_step_failed
+
     where = f"{mode} step of {spec.name} at batch size {spec.batch_size} on {device}"
     try:
         yield
@@ -72,7 +76,15 @@ def _translate_failures(spec: WorkloadSpec, mode: str, device: str) -> Iterator[
                 f"out of host memory in the {where} ({first_line})",
                 fix="lower --batch-size or use a lower --precision",
             ) from exc
+        if is_user_spec(spec.name):
+            raise user_step_failed(f"the {where}", exc) from exc
         raise MeasurementError(f"the {where} failed: {first_line}") from exc
+    except GpucastError:
+        raise
+    except Exception as exc:  # any other, from a user's model: its fault (QA 41: a traceback)
+        if not is_user_spec(spec.name):
+            raise
+        raise user_step_failed(f"the {where}", exc) from exc
 
 
 def measure_runner(

@@ -54,7 +54,7 @@ from gpucast.profile.opclasses import NO_TRAFFIC, classify, does_arithmetic, is_
 from gpucast.workloads.base import Workload
 from gpucast.workloads.registry import get_workload
 from gpucast.workloads.steps import OPTIMIZERS, autocast_for, make_optimizer
-from gpucast.workloads.user import copy_module, is_user_spec
+from gpucast.workloads.user import copy_module, is_user_spec, user_step_failed
 
 _FAKE_DEVICE = torch.device("cpu")
 
@@ -345,24 +345,15 @@ def _quiet_fake_tensor_log() -> Iterator[None]:
 
 def _run_failed(name: str, exc: Exception) -> GpucastError:
     """A step that failed on fake tensors: the user's model or example batch is to blame
-    (exit 2, the likely fixes), a built-in workload is a failure of gpucast (exit 1)."""
+    (exit 2, the fix that fits), a built-in workload is a failure of gpucast (exit 1)."""
+    what = f"running {name} on fake tensors"
+    if is_user_spec(name):
+        return user_step_failed(what, exc)
     lines = str(exc).strip().splitlines()
-    what = (
-        f"running {name} on fake tensors failed: {type(exc).__name__}: {lines[0] if lines else ''}"
-    )
-    if not is_user_spec(name):
-        return GpucastError(
-            f"profile: {what}",
-            fix="models with data-dependent shapes cannot be profiled statically; "
-            "measure them with gpucast measure",
-        )
-    return InvalidSpecError(
-        "workload",
-        what,
-        fix="the factory's example batch is called as model(*example_batch): check its shapes "
-        "and that it holds the model's inputs only (the loss goes in a third returned value, "
-        "loss_fn(output)); a model whose shapes depend on the data cannot be profiled "
-        "statically: measure it with gpucast measure",
+    return GpucastError(
+        f"profile: {what} failed: {type(exc).__name__}: {lines[0] if lines else ''}",
+        fix="models with data-dependent shapes cannot be profiled statically; "
+        "measure them with gpucast measure",
     )
 
 
