@@ -1,6 +1,7 @@
 """User models whose step raises (``tests/workloads/failing_user_models.py:FACTORY``), each
 for a different cause: a typo in ``forward``, a ``forward`` that needs a keyword argument the
-example batch cannot give, and one that reads a tensor's value (fake tensors have none)."""
+example batch cannot give; and one whose control flow reads a tensor's value, which raises on
+fake tensors only."""
 
 from __future__ import annotations
 
@@ -46,4 +47,5 @@ def keyword_forward() -> tuple[nn.Module, torch.Tensor]:
 
 
 def branching() -> tuple[nn.Module, torch.Tensor]:
-    return _Branching(), torch.randn(2, 4)
+    """A positive example batch: its forward runs the layer twice (2 x 2 x 2 x 4 x 4 FLOPs)."""
+    return _Branching(), torch.ones(2, 4)

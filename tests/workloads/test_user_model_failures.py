@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gpucast.domain.errors import InvalidSpecError
@@ -39,12 +40,28 @@ def test_a_forward_needing_a_keyword_argument_says_how_to_give_it() -> None:
         assert "depend on the data" not in str(err.value)
 
 
-def test_only_a_data_dependent_failure_is_told_to_measure_instead() -> None:
-    spec = WorkloadSpec(name=f"{FILE}:branching", batch_size=2)
-    with pytest.raises(InvalidSpecError, match=r"DataDependentOutputException") as err:
-        profile_workload(spec)
-    assert "reads a tensor's value" in str(err.value) and "gpucast measure" in str(err.value)
+def test_a_model_reading_a_value_is_profiled_on_real_tensors() -> None:
+    """QA 41: control flow on a tensor's value (``.item()``) cannot run on fake tensors, and
+    no verb could price such a model; it is profiled on real ones, the path its example took."""
+    p = profile_workload(WorkloadSpec(name=f"{FILE}:branching", batch_size=2))
+    assert p.forward_flops == 2 * (2 * 2 * 4 * 4)  # the layer ran twice: sum(ones) > 0
+    assert any("profiled on real tensors" in note for note in p.notes)
+
+
+def test_a_value_reading_model_too_big_for_real_tensors_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Memory:
+        available = 400  # bytes: less than twice its 3 x 20 fp32 weights (240 bytes)
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: Memory())
+    with pytest.raises(InvalidSpecError, match=r"DataDependent.*more than half") as err:
+        profile_workload(WorkloadSpec(name=f"{FILE}:branching", batch_size=2))
+    assert err.value.exit_code == 2 and "gpucast measure" in str(err.value)
+
+
+def test_only_a_value_reading_model_is_told_to_measure_instead() -> None:
     typo = WorkloadSpec(name=f"{FILE}:attribute_typo", batch_size=2)
-    with pytest.raises(InvalidSpecError, match=r"AttributeError") as other:
+    with pytest.raises(InvalidSpecError, match=r"AttributeError") as err:
         profile_workload(typo)
-    assert "gpucast measure" not in str(other.value)
+    assert "gpucast measure" not in str(err.value)

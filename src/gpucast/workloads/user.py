@@ -111,6 +111,13 @@ _DATA_DEPENDENT = (
     "DynamicOutputShapeException",
     "GuardOnDataDependentSymNode",
 )
+
+
+def reads_tensor_values(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is fake tensors' refusal of an operator that reads a tensor's value."""
+    return exc is not None and type(exc).__name__ in _DATA_DEPENDENT
+
+
 _MISSING_ARGUMENT = re.compile(r"missing \d+ required (keyword-only |positional )?argument")
 
 
@@ -121,8 +128,7 @@ def user_step_failed(what: str, exc: BaseException) -> InvalidSpecError:
     measuring verbs exited 1 (a traceback for any exception but a Runtime-, Value- or
     TypeError), and the profile's fix was the same paragraph for every failure."""
     detail = _exception_detail(exc)
-    name = type(exc).__name__
-    if name in _DATA_DEPENDENT:
+    if reads_tensor_values(exc):
         fix = (
             "the model reads a tensor's value (.item(), `if x.sum() > 0`, nonzero), which the "
             "profile's fake tensors do not have: time it instead (gpucast measure train|infer)"
