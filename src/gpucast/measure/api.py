@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -353,15 +354,23 @@ def _measure(
         check_noise_options(checked_mode, spec.batch_size, noise_micro_batches, noise_steps)
     torch_device = resolve_device(device)
 
+    from gpucast.profile.profiler import user_workload_on_meta
     from gpucast.workloads import get_workload
     from gpucast.workloads.steps import make_step
 
     spec = canonical_spec(spec)  # stored under the name predictions look it up by
-    chosen = workload if workload is not None else get_workload(spec.name, **dict(spec.options))
-    check_batch_fits(
-        chosen, spec.batch_size, torch_device, flag="batch-size",
+    # a user's model is checked as built on meta, before its factory allocates it (QA 41: a
+    # 128 GiB MLP was built for real, then refused -- or the OS killed the process first)
+    on_meta = None if workload is not None else user_workload_on_meta(spec.name, dict(spec.options))
+    fits = functools.partial(
+        check_batch_fits, batch_size=spec.batch_size, device=torch_device, flag="batch-size",
         step=(checked_mode, spec.precision),
     )  # fmt: skip
+    if on_meta is not None:
+        fits(on_meta)
+    chosen = workload if workload is not None else get_workload(spec.name, **dict(spec.options))
+    if on_meta is None:
+        fits(chosen)
     with _translate_failures(spec, checked_mode, device_label(torch_device)):
         runner = make_step(chosen, spec, checked_mode, torch_device)
     noise, noise_notes = None, ()

@@ -334,18 +334,25 @@ def _check_fits_for_real(workload: Workload, optimizer: str, failed: InvalidSpec
 
 
 def _built_to_profile(name: str, options: dict[str, Any]) -> Workload:
-    """The workload ``name``; a user's factory is called on the meta device first, so that
-    profiling a model too big for host memory allocates none of its weights (QA 39: a
-    6.4B-parameter MLP, 25.8 GB of fp32 weights, was built for real and the OS killed the
-    profile). A factory that cannot run there (it reads a tensor's value, loads a file onto
-    a device) is called as written; its error, if any, is the one reported."""
-    if is_user_spec(name):
-        try:
-            with torch.device("meta"):
-                return get_workload(name, **options)
-        except GpucastError:
-            pass
-    return get_workload(name, **options)
+    """The workload ``name``; a user's factory is called on the meta device first
+    (:func:`user_workload_on_meta`), and as written where it cannot run there; its error, if
+    any, is the one reported."""
+    return user_workload_on_meta(name, options) or get_workload(name, **options)
+
+
+def user_workload_on_meta(name: str, options: dict[str, Any]) -> Workload | None:
+    """The user model ``name`` with its factory called on the meta device, so that profiling
+    (or checking that it fits before measuring it) a model too big for host memory allocates
+    none of its weights (QA 39: a 6.4B-parameter MLP, 25.8 GB of fp32 weights, was built for
+    real and the OS killed the profile); ``None`` for a built-in, or a factory that cannot run
+    there (it reads a tensor's value, loads a file onto a device)."""
+    if not is_user_spec(name):
+        return None
+    try:
+        with torch.device("meta"):
+            return get_workload(name, **options)
+    except GpucastError:
+        return None
 
 
 @contextlib.contextmanager
