@@ -158,5 +158,5 @@ def _check_step_fits(
         if fits >= 1
         # QA 41: a 128 GiB model was told to lower a batch of 2
         else f"no batch fits: at {flag} 1 it needs about {format_bytes(one)}; measure it on "
-        "a machine with more memory, or price it without running it (gpucast predict train)",
+        "a machine with more memory, or size it without running it (gpucast profile)",
     )

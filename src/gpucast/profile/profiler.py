@@ -301,7 +301,7 @@ def profile_workload(
     on data, which fake tensors do not have) is profiled on real tensors on this CPU instead,
     its factory called as written, where its weights, gradients and optimizer state fit in
     half of the memory available (QA 41: no verb could price such a model)."""
-    workload = _built_to_profile(spec.name, workload_options)
+    workload = workload_without_weights(spec.name, workload_options)
     try:
         return profile(workload, spec, optimizer=optimizer)
     except InvalidSpecError as exc:
@@ -333,10 +333,10 @@ def _check_fits_for_real(workload: Workload, optimizer: str, failed: InvalidSpec
         ) from failed.__cause__
 
 
-def _built_to_profile(name: str, options: dict[str, Any]) -> Workload:
-    """The workload ``name``; a user's factory is called on the meta device first
-    (:func:`user_workload_on_meta`), and as written where it cannot run there; its error, if
-    any, is the one reported."""
+def workload_without_weights(name: str, options: dict[str, Any]) -> Workload:
+    """The workload ``name``, to profile or to check a name with: a user's factory is called
+    on the meta device first (:func:`user_workload_on_meta`), and as written where it cannot
+    run there; its error, if any, is the one reported."""
     return user_workload_on_meta(name, options) or get_workload(name, **options)
 
 
