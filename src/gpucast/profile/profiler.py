@@ -416,7 +416,9 @@ def profile(
     autocast_for(_FAKE_DEVICE, spec.precision)  # raises for a precision CPU autocast lacks
     recorder = _OpRecorder(flop_formulas.registry())
     notes: list[str] = []
-    tensors = contextlib.nullcontext() if real else FakeTensorMode(allow_non_fake_inputs=True)
+    tensors: contextlib.AbstractContextManager[FakeTensorMode | None] = (
+        contextlib.nullcontext() if real else FakeTensorMode(allow_non_fake_inputs=True)
+    )
     with static_shape_rules(), _quiet_fake_tensor_log(), tensors as fake_mode:
         try:
             model = workload.build_model(_FAKE_DEVICE)  # a copy: nothing of the factory's runs
