@@ -56,6 +56,11 @@ def test_predict_kernels_fits_on_the_other_workloads(
     other = gpucast.predict_kernels(ids["mlp"], db=db, cpu_instance="c7i.large")
     assert other.measured_step_s is None and other.device.startswith("c7i.large")
     assert any(a.name == "another CPU" for a in other.assumptions)
+    # QA 41: the training machine's specs were labelled "CPU specs" beside the target, whose
+    # own figures were not given
+    names = {a.name for a in other.assumptions}
+    assert "CPU specs" not in names and "training runs' CPU specs" in names
+    assert "GFLOP/s" in other.device_source and "GB/s" in other.device_source
     same = gpucast.predict_kernels(ids["mlp"], db=db, train_runs=[ids["ncf"], ids["gcn"]])
     assert same.to_dict() == result.to_dict()
     # QA session 36: a forest of one or two workloads printed the six-model validated error

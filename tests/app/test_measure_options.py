@@ -200,3 +200,22 @@ def test_a_configuration_at_built_in_values_lists_the_plain_runs_only(tmp_path: 
     assert runs_export(db=db, workload=typed, out=out).count == 1
     page = write_report(runs=True, db=db, workload=typed, out=tmp_path / "r.html")
     assert page.what.startswith("1 run")
+
+
+def test_a_user_model_too_big_for_the_host_is_refused_before_its_factory_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA 41: `measure train` built a user's model for real (a 128 GiB MLP: the OS kills it
+    while its weights are initialised) before the step was checked against host memory."""
+    from gpucast.domain.errors import InvalidSpecError
+    from gpucast.measure import devices
+
+    factory = Path(__file__).resolve().parents[1] / "profile" / "user_models.py"
+    built_on = tmp_path / "built_on"
+    monkeypatch.setenv("BUILT_ON", str(built_on))
+    monkeypatch.setattr(devices, "device_memory_bytes", lambda device: 64.0)  # bytes
+    with pytest.raises(InvalidSpecError, match=r"^batch-size: .*needs about"):
+        gpucast.measure_train(
+            f"{factory}:records_device", db=tmp_path / "s.db", **{**QUICK, "batch_size": 2}
+        )
+    assert built_on.read_text().split() == ["meta"]

@@ -134,3 +134,19 @@ def test_a_batch_whose_inputs_exceed_the_device_is_refused_before_any_timing() -
     with pytest.raises(InvalidSpecError, match=r"^batch-sizes: batch size 1,000,000,000 of mlp"):
         measure_curve("mlp", [1, 10**9], measure_fn=record)
     assert timed == []
+
+
+def test_a_user_model_too_big_for_the_host_is_refused_before_its_factory_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """QA 41: the curve's pre-check built the user's model for real (a 128 GiB MLP: the OS
+    kills it) to check it against the host's memory; now it is sized as built on meta."""
+    from gpucast.measure import devices
+
+    factory = Path(__file__).resolve().parents[1] / "profile" / "user_models.py"
+    built_on = tmp_path / "built_on"
+    monkeypatch.setenv("BUILT_ON", str(built_on))
+    monkeypatch.setattr(devices, "device_memory_bytes", lambda device: 64.0)  # bytes
+    with pytest.raises(InvalidSpecError, match=r"^batch-sizes: .*needs about"):
+        measure_curve(f"{factory}:records_device", [1, 2], telemetry=False)
+    assert built_on.read_text().split() == ["meta"]

@@ -152,6 +152,29 @@ def test_a_batch_bigger_than_the_device_is_refused_before_launching(
     assert e.value.exit_code == 2
 
 
+def test_a_user_model_too_big_for_the_host_is_refused_before_its_factory_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """QA 41: the launcher's check built the user's model for real in the parent (a 128 GiB
+    MLP: the OS kills it) before checking it against the host's memory; now on meta."""
+    from gpucast.measure import devices
+    from gpucast.measure.distributed import launcher
+
+    def no_launch(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a rank was launched")
+
+    factory = Path(__file__).resolve().parents[1] / "profile" / "user_models.py"
+    built_on = tmp_path / "built_on"
+    monkeypatch.setenv("BUILT_ON", str(built_on))
+    monkeypatch.setattr(launcher, "popen_tied", no_launch)
+    monkeypatch.setattr(devices, "device_memory_bytes", lambda device: 64.0)  # bytes
+    with pytest.raises(InvalidSpecError, match=r"^batch-size: .*needs about"):
+        measure_distributed(
+            f"{factory}:records_device", strategy="ddp", nproc=2, batch_sizes=(2,), **FAST
+        )
+    assert built_on.read_text().split() == ["meta"]
+
+
 def test_more_ranks_than_the_host_holds_are_refused_before_launching(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

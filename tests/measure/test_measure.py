@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -325,3 +326,28 @@ def test_a_cpu_step_beyond_the_hosts_memory_is_refused_before_it_runs(
     devices.check_batch_fits(
         get_workload("mlp"), fits, torch.device("cpu"), flag="batch-size", step=(mode, "fp32")
     )
+
+
+def test_a_user_model_beyond_the_hosts_memory_is_refused_before_its_factory_builds_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """QA 41: `measure train` of a user factory building a 128 GiB MLP called the factory for
+    real (the OS kills the process while its weights are initialised) and only then checked
+    the step against the host's memory, whose fix said to lower a batch of 2. The check now
+    runs on the factory's model built on ``meta``; the factory runs for real only for a step
+    that fits."""
+    from gpucast.measure import devices
+
+    factory = Path(__file__).resolve().parents[1] / "profile" / "user_models.py"
+    built_on = tmp_path / "built_on"
+    monkeypatch.setenv("BUILT_ON", str(built_on))
+    monkeypatch.setattr(devices, "device_memory_bytes", lambda device: 64.0)  # bytes
+    spec = WorkloadSpec(name=f"{factory}:records_device", batch_size=2)
+    with pytest.raises(InvalidSpecError, match=r"batch-size: .*needs about") as info:
+        measure(spec, **QUICK)
+    assert built_on.read_text().split() == ["meta"]
+    assert info.value.fix.startswith("no batch fits")  # not "lower --batch-size" (of 2)
+    monkeypatch.undo()
+    monkeypatch.setenv("BUILT_ON", str(built_on))
+    measure(spec, **QUICK)  # fits: checked on meta, then built once for real
+    assert built_on.read_text().split() == ["meta", "meta", "cpu"]

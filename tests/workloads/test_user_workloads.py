@@ -197,3 +197,15 @@ def test_a_built_in_options_fix_is_an_option_as_typed(name: str, options: dict, 
     with pytest.raises(InvalidSpecError) as info:
         get_workload(name, **options)
     assert str(info.value).endswith(fix), str(info.value)
+
+
+def test_a_missing_factory_lists_the_modules_own_functions_first() -> None:
+    """QA 41: the eight callables named were the module's classes (capitals sort first), and
+    none of its factories; a longer list now ends in '...'."""
+    many = Path(__file__).resolve().parents[1] / "profile" / "user_models.py"
+    with pytest.raises(InvalidSpecError) as info:
+        get_workload(f"{many}:nothing_here")
+    assert info.value.fix is not None
+    named = info.value.fix.removeprefix("callables there: ").split(", ")
+    assert named[:2] == ["big_buffer", "encoder"] and named[-1] == "..."
+    assert "ResidualCNN" not in named

@@ -40,9 +40,9 @@ def _check_workload(name: str) -> None:
     plain, options = split_configured_name(name)  # a configuration: "bert-base -o seq_len=512"
     if plain.strip().lower() in builtin_workloads() and not options:
         return
-    from gpucast.workloads import get_workload
+    from gpucast.profile.profiler import workload_without_weights
 
-    get_workload(plain, **dict(options))
+    workload_without_weights(plain, dict(options))  # a user's model on meta (QA 41)
 
 
 def _check_device(device: str) -> None:

@@ -243,12 +243,14 @@ def measure_infer_curve(
     from gpucast.app.measure import cpu_timer_note
     from gpucast.measure.api import measure
     from gpucast.measure.curves import measure_colocated, measure_curve
+    from gpucast.profile.profiler import workload_without_weights
     from gpucast.store.db import Store, default_db_path, new_store
     from gpucast.store.files import output_file, write_text_atomic
     from gpucast.workloads import get_workload
 
     request = resolve(InferCurveRequest, request, options)
-    get_workload(request.workload, **dict(request.workload_options))  # fails now, not later
+    # fails now, not later; a user's model built on meta (QA 41: a 128 GiB one for real)
+    workload_without_weights(request.workload, dict(request.workload_options))
     if request.csv is not None:
         output_file(request.csv, "csv")  # a path that cannot be written fails before timing
     for name in request.colocate:

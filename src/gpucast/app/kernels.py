@@ -252,8 +252,8 @@ def predict_kernels(
         device = cpu_instance_device(request.cpu_instance, threads)
         device_source = (
             f"catalog CPU instance {request.cpu_instance}: {count_of(device.cores, 'core')} "
-            "x clock x "
-            "32 FLOP/cycle, its memory bandwidth"
+            f"x clock x 32 FLOP/cycle = {device.peak_flops_per_s / 1e9:.0f} GFLOP/s, "
+            f"{device.memory_bandwidth_bytes_per_s / 1e9:.0f} GB/s"
         )
         assumptions.append(
             Assumption(
@@ -267,8 +267,8 @@ def predict_kernels(
         device, device_source = own.value, own.source
     if all(o.device.kind == "cpu" for o in train) and own.value.kind == "cpu":
         assumptions.append(
-            Assumption(
-                name="CPU specs",
+            Assumption(  # QA 41: with --cpu-instance they read as the target's
+                name="CPU specs" if device == own.value else "training runs' CPU specs",
                 value=f"{own.value.peak_flops_per_s / 1e9:.0f} GFLOP/s, "
                 f"{own.value.memory_bandwidth_bytes_per_s / 1e9:.0f} GB/s",
                 source=own.source,

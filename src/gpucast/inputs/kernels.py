@@ -6,7 +6,8 @@ A device's specs for :class:`gpucast.predict.kernels.KernelDevice`:
   at 2.5 GHz per core, 10 GB/s per core) at the run's torch threads -- rough datasheet-style
   figures, the same the roofline calibration uses;
 * a catalog CPU instance (``catalog/data/cpu_instances.csv``): its physical cores (capped at
-  the run's threads) x clock x 32 FLOP per cycle, its memory bandwidth;
+  the run's threads) x clock x 32 FLOP per cycle, its memory bandwidth up to 10 GB/s per core
+  (what those cores draw, as for this machine's CPU and in ``predict cmd``);
 * a catalog GPU: its peak at the run's precision, its memory bandwidth, its SMs as cores.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 from gpucast.domain.errors import InvalidInputError
 from gpucast.domain.kernels import KernelTrace
 from gpucast.domain.provenance import Sourced
-from gpucast.inputs.calibration import CPU_FLOP_PER_CYCLE, host_cpu_roofline
+from gpucast.inputs.calibration import CPU_FLOP_PER_CYCLE, CPU_GBPS_PER_CORE, host_cpu_roofline
 from gpucast.predict.kernels import KernelDevice, KernelObservation
 from gpucast.store.records import StoredRun
 
@@ -47,7 +48,10 @@ def cpu_instance_device(name: str, threads: int) -> KernelDevice:
         name=f"{instance.instance_type} x{cores}",
         kind="cpu",
         peak_flops_per_s=cores * CPU_FLOP_PER_CYCLE * instance.clock_ghz * 1e9,
-        memory_bandwidth_bytes_per_s=instance.memory_bandwidth_gbs * 1e9,
+        # what ``cores`` cores draw (QA 41: one thread was given the whole socket's 307 GB/s,
+        # 30x the training machine's per-core figure; predict cmd caps it the same way)
+        memory_bandwidth_bytes_per_s=min(instance.memory_bandwidth_gbs, CPU_GBPS_PER_CORE * cores)
+        * 1e9,
         cores=cores,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from gpucast.domain.errors import InvalidSpecError, MeasurementError
+from gpucast.domain.errors import GpucastError, InvalidSpecError, MeasurementError
 from gpucast.domain.kernels import KernelTrace
 from gpucast.domain.limits import MAX_SAMPLES
 from gpucast.domain.measurement import MODES, EnergySummary, Measurement, TelemetrySummary
@@ -56,7 +57,11 @@ _CPU_OUT_OF_MEMORY = "can't allocate memory"
 
 @contextlib.contextmanager
 def _translate_failures(spec: WorkloadSpec, mode: str, device: str) -> Iterator[None]:
-    """Turn a crash inside a step (OOM, shape error) into one clear MeasurementError."""
+    """Turn a crash inside a step (OOM, shape error) into one clear MeasurementError; in a
+    user model's step (``module:factory``) any exception but running out of memory is the
+    user's error (exit 2, :func:`gpucast.workloads.user.user_step_failed`)."""
+    from gpucast.workloads.user import is_user_spec, user_step_failed
+
     where = f"{mode} step of {spec.name} at batch size {spec.batch_size} on {device}"
     try:
         yield
@@ -72,7 +77,15 @@ def _translate_failures(spec: WorkloadSpec, mode: str, device: str) -> Iterator[
                 f"out of host memory in the {where} ({first_line})",
                 fix="lower --batch-size or use a lower --precision",
             ) from exc
+        if is_user_spec(spec.name):
+            raise user_step_failed(f"the {where}", exc) from exc
         raise MeasurementError(f"the {where} failed: {first_line}") from exc
+    except GpucastError:
+        raise
+    except Exception as exc:  # any other, from a user's model: its fault (QA 41: a traceback)
+        if not is_user_spec(spec.name):
+            raise
+        raise user_step_failed(f"the {where}", exc) from exc
 
 
 def measure_runner(
@@ -341,15 +354,23 @@ def _measure(
         check_noise_options(checked_mode, spec.batch_size, noise_micro_batches, noise_steps)
     torch_device = resolve_device(device)
 
+    from gpucast.profile.profiler import user_workload_on_meta
     from gpucast.workloads import get_workload
     from gpucast.workloads.steps import make_step
 
     spec = canonical_spec(spec)  # stored under the name predictions look it up by
-    chosen = workload if workload is not None else get_workload(spec.name, **dict(spec.options))
-    check_batch_fits(
-        chosen, spec.batch_size, torch_device, flag="batch-size",
+    # a user's model is checked as built on meta, before its factory allocates it (QA 41: a
+    # 128 GiB MLP was built for real, then refused -- or the OS killed the process first)
+    on_meta = None if workload is not None else user_workload_on_meta(spec.name, dict(spec.options))
+    fits = functools.partial(
+        check_batch_fits, batch_size=spec.batch_size, device=torch_device, flag="batch-size",
         step=(checked_mode, spec.precision),
     )  # fmt: skip
+    if on_meta is not None:
+        fits(on_meta)
+    chosen = workload if workload is not None else get_workload(spec.name, **dict(spec.options))
+    if on_meta is None:
+        fits(chosen)
     with _translate_failures(spec, checked_mode, device_label(torch_device)):
         runner = make_step(chosen, spec, checked_mode, torch_device)
     noise, noise_notes = None, ()

@@ -122,9 +122,11 @@ def _check_batches_fit(
     """Every batch's synthetic inputs (and on the CPU its inference step) fit the device,
     checked before the first is timed."""
     from gpucast.measure.devices import check_batch_fits, resolve_device
-    from gpucast.workloads import get_workload
+    from gpucast.profile.profiler import workload_without_weights
 
-    built, torch_device = get_workload(workload, **dict(options)), resolve_device(device)
+    # a user's model as built on meta (QA 41: a 128 GiB one was built for real to check it)
+    built = workload_without_weights(workload, dict(options))
+    torch_device = resolve_device(device)
     for b in sizes:
         check_batch_fits(built, b, torch_device, flag="batch-sizes", step=("infer", precision))
 

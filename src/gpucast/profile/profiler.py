@@ -54,7 +54,12 @@ from gpucast.profile.opclasses import NO_TRAFFIC, classify, does_arithmetic, is_
 from gpucast.workloads.base import Workload
 from gpucast.workloads.registry import get_workload
 from gpucast.workloads.steps import OPTIMIZERS, autocast_for, make_optimizer
-from gpucast.workloads.user import copy_module, is_user_spec
+from gpucast.workloads.user import (
+    copy_module,
+    is_user_spec,
+    reads_tensor_values,
+    user_step_failed,
+)
 
 _FAKE_DEVICE = torch.device("cpu")
 
@@ -290,23 +295,64 @@ def _fake_model(model: torch.nn.Module, fake_mode: FakeTensorMode) -> torch.nn.M
 def profile_workload(
     spec: WorkloadSpec, *, optimizer: str = "sgd", **workload_options: Any
 ) -> WorkloadProfile:
-    """Profile the workload ``spec.name`` (built with ``workload_options``) at ``spec``."""
-    return profile(_built_to_profile(spec.name, workload_options), spec, optimizer=optimizer)
+    """Profile the workload ``spec.name`` (built with ``workload_options``) at ``spec``.
+
+    A user's model that reads a tensor's value (``.item()``, ``if x.sum() > 0``: control flow
+    on data, which fake tensors do not have) is profiled on real tensors on this CPU instead,
+    its factory called as written, where its weights, gradients and optimizer state fit in
+    half of the memory available (QA 41: no verb could price such a model)."""
+    workload = workload_without_weights(spec.name, workload_options)
+    try:
+        return profile(workload, spec, optimizer=optimizer)
+    except InvalidSpecError as exc:
+        if not is_user_spec(spec.name) or not reads_tensor_values(exc.__cause__):
+            raise
+        _check_fits_for_real(workload, optimizer, exc)
+    real = get_workload(spec.name, **workload_options)  # the factory as written
+    return profile(real, spec, optimizer=optimizer, real=True)
 
 
-def _built_to_profile(name: str, options: dict[str, Any]) -> Workload:
-    """The workload ``name``; a user's factory is called on the meta device first, so that
-    profiling a model too big for host memory allocates none of its weights (QA 39: a
-    6.4B-parameter MLP, 25.8 GB of fp32 weights, was built for real and the OS killed the
-    profile). A factory that cannot run there (it reads a tensor's value, loads a file onto
-    a device) is called as written; its error, if any, is the one reported."""
-    if is_user_spec(name):
-        try:
-            with torch.device("meta"):
-                return get_workload(name, **options)
-        except GpucastError:
-            pass
-    return get_workload(name, **options)
+def _check_fits_for_real(workload: Workload, optimizer: str, failed: InvalidSpecError) -> None:
+    """Refuse to run ``workload`` on real tensors (``failed``: why fake ones would not do) where
+    its weights, gradients and optimizer state (sized on a fake copy) would take more
+    than half of the memory available now."""
+    import psutil
+
+    with FakeTensorMode(allow_non_fake_inputs=True):  # a copy that holds no memory
+        params = list(workload.build_model(_FAKE_DEVICE).parameters())
+    per_weight = 4 if optimizer == "adam" else 3  # weights, gradients, 1 or 2 state tensors
+    need = per_weight * sum(p.numel() * p.element_size() for p in params)
+    available = psutil.virtual_memory().available
+    if need > available / 2:
+        raise InvalidSpecError(
+            "workload",
+            f"{failed.detail}; on real tensors its training state alone would take "
+            f"{need / 2**30:.1f} GiB, more than half of the {available / 2**30:.1f} GiB "
+            "available here",
+            fix="time it instead on a machine where it fits (gpucast measure train|infer)",
+        ) from failed.__cause__
+
+
+def workload_without_weights(name: str, options: dict[str, Any]) -> Workload:
+    """The workload ``name``, to profile or to check a name with: a user's factory is called
+    on the meta device first (:func:`user_workload_on_meta`), and as written where it cannot
+    run there; its error, if any, is the one reported."""
+    return user_workload_on_meta(name, options) or get_workload(name, **options)
+
+
+def user_workload_on_meta(name: str, options: dict[str, Any]) -> Workload | None:
+    """The user model ``name`` with its factory called on the meta device, so that profiling
+    (or checking that it fits before measuring it) a model too big for host memory allocates
+    none of its weights (QA 39: a 6.4B-parameter MLP, 25.8 GB of fp32 weights, was built for
+    real and the OS killed the profile); ``None`` for a built-in, or a factory that cannot run
+    there (it reads a tensor's value, loads a file onto a device)."""
+    if not is_user_spec(name):
+        return None
+    try:
+        with torch.device("meta"):
+            return get_workload(name, **options)
+    except GpucastError:
+        return None
 
 
 @contextlib.contextmanager
@@ -343,31 +389,26 @@ def _quiet_fake_tensor_log() -> Iterator[None]:
         log.setLevel(level)
 
 
-def _run_failed(name: str, exc: Exception) -> GpucastError:
-    """A step that failed on fake tensors: the user's model or example batch is to blame
-    (exit 2, the likely fixes), a built-in workload is a failure of gpucast (exit 1)."""
+def _run_failed(name: str, exc: Exception, *, real: bool = False) -> GpucastError:
+    """A step that failed on fake (or ``real``) tensors: the user's model or example batch is
+    to blame (exit 2, the fix that fits), a built-in workload is a failure of gpucast (exit 1)."""
+    what = f"running {name} on {'real' if real else 'fake'} tensors"
+    if is_user_spec(name):
+        return user_step_failed(what, exc)
     lines = str(exc).strip().splitlines()
-    what = (
-        f"running {name} on fake tensors failed: {type(exc).__name__}: {lines[0] if lines else ''}"
-    )
-    if not is_user_spec(name):
-        return GpucastError(
-            f"profile: {what}",
-            fix="models with data-dependent shapes cannot be profiled statically; "
-            "measure them with gpucast measure",
-        )
-    return InvalidSpecError(
-        "workload",
-        what,
-        fix="the factory's example batch is called as model(*example_batch): check its shapes "
-        "and that it holds the model's inputs only (the loss goes in a third returned value, "
-        "loss_fn(output)); a model whose shapes depend on the data cannot be profiled "
-        "statically: measure it with gpucast measure",
+    return GpucastError(
+        f"profile: {what} failed: {type(exc).__name__}: {lines[0] if lines else ''}",
+        fix="models with data-dependent shapes cannot be profiled statically; "
+        "measure them with gpucast measure",
     )
 
 
-def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -> WorkloadProfile:
-    """Profile an already-built :class:`Workload` at ``spec``'s batch size and precision."""
+def profile(
+    workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd", real: bool = False
+) -> WorkloadProfile:
+    """Profile an already-built :class:`Workload` at ``spec``'s batch size and precision, on
+    fake tensors, or with ``real`` on real ones on the CPU (one real step, on a copy of the
+    model: for a model whose control flow reads its tensors' values)."""
     if optimizer not in OPTIMIZERS:
         raise InvalidSpecError(
             "optimizer", f"must be one of {', '.join(OPTIMIZERS)}", got=optimizer
@@ -375,19 +416,21 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
     autocast_for(_FAKE_DEVICE, spec.precision)  # raises for a precision CPU autocast lacks
     recorder = _OpRecorder(flop_formulas.registry())
     notes: list[str] = []
-    with (
-        static_shape_rules(),
-        _quiet_fake_tensor_log(),
-        FakeTensorMode(allow_non_fake_inputs=True) as fake_mode,
-    ):
+    tensors: contextlib.AbstractContextManager[FakeTensorMode | None] = (
+        contextlib.nullcontext() if real else FakeTensorMode(allow_non_fake_inputs=True)
+    )
+    with static_shape_rules(), _quiet_fake_tensor_log(), tensors as fake_mode:
         try:
-            model = _fake_model(workload.build_model(_FAKE_DEVICE), fake_mode)
+            model = workload.build_model(_FAKE_DEVICE)  # a copy: nothing of the factory's runs
+            if fake_mode is not None:
+                model = _fake_model(model, fake_mode)
             inputs, target = workload.make_batch(spec.batch_size, _FAKE_DEVICE)
         except GpucastError:
             raise
         except Exception as exc:
             raise GpucastError(
-                f"profile: building {workload.name} on fake tensors failed: {exc}",
+                f"profile: building {workload.name} on {'real' if real else 'fake'} tensors "
+                f"failed: {exc}",
                 fix="check that the model builds on the meta device",
             ) from exc
         params = list(model.parameters())
@@ -428,7 +471,7 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
         except GpucastError:
             raise
         except Exception as exc:
-            raise _run_failed(workload.name, exc) from exc
+            raise _run_failed(workload.name, exc, real=real) from exc
 
         weights_bytes = sum(tensor_bytes(t) for t in _unique([*params, *buffers]))
         gradient_bytes = sum(tensor_bytes(p) for p in trainable)
@@ -452,6 +495,12 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
         notes.append(
             f"{spec.precision} profiled as torch.autocast mixed precision with CPU autocast's "
             "operator lists; CUDA's cast a few more ops"
+        )
+    if real:
+        notes.append(
+            "profiled on real tensors on the CPU, one step at this batch: the model reads a "
+            "tensor's value (control flow on data), which fake tensors do not have; its FLOPs "
+            "and memory are those of the path the factory's example batch took"
         )
     if recorder.uncounted:
         notes.append(

@@ -85,20 +85,67 @@ def _import(module_part: str) -> Any:
             raise _user_code_failed(f"importing {module_part}", exc) from exc
 
 
+def _exception_detail(exc: BaseException) -> str:
+    """``Type: message`` of ``exc`` on one line (a SyntaxError with its file and line)."""
+    if isinstance(exc, SyntaxError):
+        where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
+        return f"SyntaxError: {exc.msg}{where}"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def _user_code_failed(what: str, exc: BaseException) -> InvalidSpecError:
     """The one-line error for an exception raised by the user's own code (its module or its
     factory); ``--debug`` shows the traceback."""
-    if isinstance(exc, SyntaxError):
-        where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
-        detail = f"SyntaxError: {exc.msg}{where}"
-    else:
-        text = " ".join(str(exc).split())
-        detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return InvalidSpecError(
         "workload",
-        f"{what} raised {detail}",
+        f"{what} raised {_exception_detail(exc)}",
         fix="fix the user model (`gpucast --debug ...` shows the traceback)",
     )
+
+
+#: torch's exceptions for an operator whose result depends on a tensor's values, which fake
+#: tensors (the profiler's) do not have: ``.item()``, ``if x.sum() > 0``, ``nonzero``
+_DATA_DEPENDENT = (
+    "DataDependentOutputException",
+    "DynamicOutputShapeException",
+    "GuardOnDataDependentSymNode",
+)
+
+
+def reads_tensor_values(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is fake tensors' refusal of an operator that reads a tensor's value."""
+    return exc is not None and type(exc).__name__ in _DATA_DEPENDENT
+
+
+_MISSING_ARGUMENT = re.compile(r"missing \d+ required (keyword-only |positional )?argument")
+
+
+def user_step_failed(what: str, exc: BaseException) -> InvalidSpecError:
+    """The one-line error for a user model's step (forward, loss, backward) that raised:
+    the user's model, example batch or loss is at fault (exit 2, not gpucast's failure),
+    ``what`` names the step, and the fix is the one that fits the exception -- QA 41: the
+    measuring verbs exited 1 (a traceback for any exception but a Runtime-, Value- or
+    TypeError), and the profile's fix was the same paragraph for every failure."""
+    detail = _exception_detail(exc)
+    if reads_tensor_values(exc):
+        fix = (
+            "the model reads a tensor's value (.item(), `if x.sum() > 0`, nonzero), which the "
+            "profile's fake tensors do not have: time it instead (gpucast measure train|infer)"
+        )
+    elif isinstance(exc, TypeError) and _MISSING_ARGUMENT.search(str(exc)):
+        fix = (
+            "the model is called as model(*example_batch): return every input it needs in the "
+            "example batch, and give it keyword arguments in the factory (wrap it in a module "
+            "whose forward(x) calls model(x, key=value))"
+        )
+    else:
+        fix = (
+            "fix the model, its example batch or its loss (model(*example_batch) gets the "
+            "inputs only; a loss goes third, loss_fn(output) -> scalar); `gpucast --debug ...` "
+            "shows the traceback"
+        )
+    return InvalidSpecError("workload", f"{what} failed: {detail}", fix=fix)
 
 
 def _factory_parameters(factory: Any) -> list[inspect.Parameter] | None:
@@ -276,15 +323,24 @@ def _factory(name: str) -> Any:
     module = _import(module_part)
     factory = module.__dict__.get(factory_name)
     if not callable(factory):
+        # the module's own functions first: the factories (QA 41: its classes, sorted first
+        # by case, took the eight places)
         public = sorted(
-            k for k, v in module.__dict__.items() if callable(v) and not k.startswith("_")
+            (k for k, v in module.__dict__.items() if callable(v) and not k.startswith("_")),
+            key=lambda k: (not _own_function(module, module.__dict__[k]), k),
         )
         raise InvalidSpecError(
             "workload",
             f"module {module_part!r} has no callable {factory_name!r}",
-            fix=f"callables there: {', '.join(public[:8]) or 'none'}",
+            fix=f"callables there: {', '.join(public[:8]) or 'none'}"
+            + (", ..." if len(public) > 8 else ""),
         )
     return factory
+
+
+def _own_function(module: Any, value: Any) -> bool:
+    """Whether ``value`` is a function defined in ``module`` (not a class, not imported)."""
+    return inspect.isfunction(value) and value.__module__ == module.__name__
 
 
 def user_option_defaults(name: str) -> dict[str, Any]:

@@ -55,9 +55,12 @@ def validate(spec: WorkloadSpec, config: DistributedConfig) -> None:
     each of this node's workers' batch against its device's memory)."""
     from gpucast.measure.devices import check_batch_fits, resolve_device
     from gpucast.measure.distributed.worker import device_for
+    from gpucast.profile.profiler import user_workload_on_meta
     from gpucast.workloads import get_workload
 
-    workload = get_workload(spec.name, **dict(spec.options))
+    # a user's model as built on meta: its factory allocates nothing here (QA 41)
+    options = dict(spec.options)
+    workload = user_workload_on_meta(spec.name, options) or get_workload(spec.name, **options)
     for device in config.devices:
         if device not in ("auto", "cuda"):
             resolve_device(device)
