@@ -71,6 +71,21 @@ def test_a_stored_run_keeps_its_precision(tmp_path: Path) -> None:
     assert skipped.value == "2 GPU types without bf16 units skipped: K80, T4"
 
 
+def test_predict_train_takes_a_stored_runs_batch_when_none_is_given(tmp_path: Path) -> None:
+    """QA 41 K F3: `profile ... --batch-size 8` then `predict train --workload run:1` said
+    "batch-size: is required" though the run holds its batch; it takes the run's (said)."""
+    db = tmp_path / "p.db"
+    stored = gpucast.profile_workload(workload="mlp", batch_size=8, db=db)
+    run = f"run:{stored.run_id}"
+    taken = gpucast.predict_train(workload=run, gpu="H100", db=db)
+    assert taken.batch_size == 8 and taken.batch_source == f"run #{stored.run_id}'s"
+    assert taken.to_dict()["batch_source"] == f"run #{stored.run_id}'s"
+    given = gpucast.predict_train(workload=run, gpu="H100", batch_size=16, db=db)
+    assert given.batch_size == 16 and given.batch_source == ""
+    with pytest.raises(InvalidSpecError, match=r"^batch-size: is required; e\.g\. --batch-size"):
+        gpucast.predict_train(workload="mlp", gpu="H100", db=db)
+
+
 def test_an_explicit_precision_skips_the_gpus_without_its_units() -> None:
     """plan train --precision fp16 plans the T4 and A100, skips the K80 (no fp16 rate) and
     says so; naming only the K80 is its one-line refusal."""

@@ -35,7 +35,7 @@ def crossbow_estimate(
     from gpucast.predict.crossbow import crossbow
     from gpucast.predict.roofline import predict_step_time
 
-    k, b = request.learners, request.batch_size
+    k, b = request.learners, request.batch
     large = predict_step_time(
         facts.roofline_workload(k * b),
         spec,
@@ -74,7 +74,7 @@ def _check_learners_fit(
     fit; the fix names the most that do."""
     from gpucast.plan.learners import replicas_bytes
 
-    b = request.batch_size
+    b = request.batch
 
     def need(k: int) -> float:
         return replicas_bytes(facts, k, facts.activation_bytes_per_sample * k * b)

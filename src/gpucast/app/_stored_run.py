@@ -1,6 +1,7 @@
 """``--workload run:ID`` in the training verbs (``plan train``, ``predict train``): the request
-names the run's workload (and, with ``--precision`` left at its default, its precision), and
-the run's profile or training measurement is what the verb prices or calibrates from."""
+names the run's workload (and, with ``--precision`` left at its default, its precision; with
+no batch given, its batch), and the run's profile or training measurement is what the verb
+prices or calibrates from."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def with_stored_run(request: R, store: Path) -> tuple[R, StoredWorkload | None, 
         store, run_id, trust_workload=bool(getattr(request, "trust_workload", False))
     )
     changes: dict[str, Any] = {"workload": stored.workload}
+    if getattr(request, "batch_size", 0) is None:  # not given: the run's (predict train)
+        changes["batch_size"] = stored.batch_size
     run_precision = is_default(request, "precision")
     if run_precision:
         changes["precision"] = stored.precision

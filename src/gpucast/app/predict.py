@@ -49,7 +49,7 @@ from gpucast.domain.workload import (
     train_precision_option,
     workload_options_field,
 )
-from gpucast.inputs.workload import measured_name
+from gpucast.inputs.workload import RUN_PREFIX, measured_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -121,7 +121,11 @@ class PredictTrainRequest:
         argument=True,
         example="resnet50",
     )
-    batch_size: int = option(help="Samples per step per GPU.", example="64")
+    batch_size: int | None = option(
+        None,
+        help="Samples per step per GPU (required, but with --workload run:ID: the run's batch).",
+        example="64",
+    )
     gpu: str | None = option(
         None,
         help="Catalog GPU name, e.g. V100, A100, H100 [default: the --cluster's GPU].",
@@ -155,6 +159,13 @@ class PredictTrainRequest:
         "that prices --learners (Crossbow's small batches against one large one)"
     )
 
+    @property
+    def batch(self) -> int:
+        """The batch per GPU, once known (``run:ID``'s is filled in by :func:`predict_train`)."""
+        if self.batch_size is None:
+            raise InvalidSpecError("batch-size", "is required", fix="e.g. --batch-size 64")
+        return self.batch_size
+
     def __post_init__(self) -> None:
         named = check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
@@ -184,7 +195,10 @@ class PredictTrainRequest:
                 "critical-batch", "only applies with --learners 2 or more (Crossbow)",
                 got=self.critical_batch, fix="add --learners 4, or drop --critical-batch",
             )  # fmt: skip
-        if isinstance(self.batch_size, bool) or self.batch_size < 1:
+        if self.batch_size is None:  # run:ID takes its run's (QA 41 K F3)
+            if not str(self.workload or "").startswith(RUN_PREFIX):
+                raise InvalidSpecError("batch-size", "is required", fix="e.g. --batch-size 64")
+        elif isinstance(self.batch_size, bool) or self.batch_size < 1:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
@@ -226,6 +240,8 @@ class PredictTrainResult:
     #: a user model's profile: from the cache (keyed on its code's hash) or not cacheable
     #: (:func:`gpucast.inputs.workload.profile_origin`); "" when profiled now, or a built-in
     profile_source: str = ""
+    #: where the batch came from when not given: "run #N's" (``--workload run:ID``)
+    batch_source: str = ""
     #: ``--cluster``: the synchronous data-parallel step on its GPUs (``--gpus``, default all)
     data_parallel: DataParallelStep | None = None
 
@@ -274,6 +290,7 @@ class PredictTrainResult:
         return {
             "workload": self.workload,
             "batch_size": self.batch_size,
+            "batch_source": self.batch_source or None,
             "gpu": self.gpu,
             "precision": self.precision,
             "precision_requested": self.precision_requested,
@@ -336,8 +353,10 @@ def predict_train(
 
     request = resolve(PredictTrainRequest, request, options)
     store = Path(db) if db is not None else default_db_path()
+    batch_taken = request.batch_size is None  # run:ID's then (__post_init__ checked)
     run = with_stored_run(request, store)  # run:ID: its profile or measurement
     request, stored, run_precision = run
+    batch = request.batch  # __post_init__ lets None through for run:ID only, filled above
     catalog = load_catalog()
     cluster = request_cluster(request, catalog, request.gpu)
     spec = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
@@ -384,10 +403,10 @@ def predict_train(
     calibration = store_calibration(  # the run, else a measurement on this GPU type, else any
         store, measured, request.precision, facts, catalog,
         prefer_run=None if stored is None else stored.measurement_run,
-        efficiency=efficiency.value, batch=request.batch_size, prefer_gpu=spec.name,
+        efficiency=efficiency.value, batch=batch, prefer_gpu=spec.name,
     )  # fmt: skip
     estimate = predict_step_time(
-        facts.roofline_workload(request.batch_size),
+        facts.roofline_workload(batch),
         spec,
         request.precision,
         calibration=None if calibration is None else calibration.value,
@@ -402,7 +421,7 @@ def predict_train(
             cluster,
             spec,
             gpus=request.gpus,
-            batch=request.batch_size,
+            batch=batch,
             precision=request.precision,
             choice=GpuPrecision(
                 precision=request.precision,
@@ -415,7 +434,8 @@ def predict_train(
         )
     return PredictTrainResult(
         workload=measured,
-        batch_size=request.batch_size,
+        batch_size=batch,
+        batch_source=f"run #{stored.run_id}'s" if stored is not None and batch_taken else "",
         gpu=spec.name,
         precision=request.precision,
         precision_requested=requested,
@@ -536,7 +556,7 @@ def _memory_plan(
     from gpucast.predict.comm import DEFAULT_BACKWARD_FRACTION
     from gpucast.predict.memory import OffloadCosts, fit_memory
 
-    batch_size = request.batch_size
+    batch_size = request.batch
     needs = facts.memory_needs(batch_size)
     adam = cpu_adam(store)
     backward = step_s * DEFAULT_BACKWARD_FRACTION  # as plan train splits the step

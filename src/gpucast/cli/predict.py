@@ -53,8 +53,10 @@ def train(
         return
     est = result.estimate
     console.print(
-        f"{result.workload} (batch {result.batch_size}, {result.precision_text}) on {result.gpu}: "
-        f"{est.value * 1e3:.1f} ms/step [{est.lower * 1e3:.1f}, {est.upper * 1e3:.1f}], "
+        f"{result.workload} (batch {result.batch_size}"
+        + (f", {result.batch_source}" if result.batch_source else "")
+        + f", {result.precision_text}) on {result.gpu}: "
+        + f"{est.value * 1e3:.1f} ms/step [{est.lower * 1e3:.1f}, {est.upper * 1e3:.1f}], "
         f"{result.samples_per_s:,.0f} samples/s, bound by {est.bottleneck} ({est.source})",
         highlight=False,
     )

@@ -405,6 +405,7 @@ class StoredWorkload:
     precision: str
     profile: Any = None  # WorkloadProfile when the run is a profile
     measurement_run: int | None = None  # the run id when it is a training measurement
+    batch_size: int | None = None  # the run's batch (per GPU)
 
 
 def stored_run_id(workload: str | None) -> int | None:
@@ -450,7 +451,11 @@ def load_stored_workload(
                 str(db_path), f"run {run_id} holds no readable profile ({exc})"
             ) from None
         return StoredWorkload(
-            run_id=run_id, workload=summary.workload, precision=summary.precision, profile=profile
+            run_id=run_id,
+            workload=summary.workload,
+            precision=summary.precision,
+            profile=profile,
+            batch_size=summary.batch_size,
         )
     if run.kind == "measurement" and summary.mode == "train" and summary.median_s is not None:
         if _is_user_spec(summary.workload) and not trust_workload:
@@ -468,6 +473,7 @@ def load_stored_workload(
             workload=summary.workload,
             precision=summary.precision,
             measurement_run=run_id,
+            batch_size=summary.batch_size,
         )
     raise InvalidSpecError(
         "workload",
