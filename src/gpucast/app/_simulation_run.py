@@ -42,6 +42,7 @@ from gpucast.domain.workload import (
     precision_assumption,
     profiled_precision,
 )
+from gpucast.inputs.spot import notice_assumption
 from gpucast.inputs.workload import measured_name
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
@@ -565,6 +566,7 @@ def simulated_train(
             ("Young's interval from the lifetimes" if every_steps else "no revocations"),
             override="--checkpoint-every",
         ),
+        *((notice_assumption(),) if request.spot else ()),
         auto_precision_assumption(
             {catalog.gpu(g).name: p for g, p in by_gpu.items()},
             requested=requested,
