@@ -101,3 +101,36 @@ def test_the_unused_revocation_notice_is_said() -> None:
     assert "billed per second held" in notice.value
     demand = gpucast.simulate_train(**_SIM, spot=False, speed="2", runs=5)  # type: ignore[arg-type]
     assert not any(a.name == "revocation notice" for a in demand.assumptions)
+
+
+def test_a_given_checkpoint_interval_says_what_it_costs() -> None:
+    """QA 41 QS #3: a 3 s checkpoint every second of training nearly quadrupled the job, on
+    demand too, without a word; the note gives the share and the way out."""
+    kw = dict(_SIM, spot=True, speed="2", runs=5, hazard_per_hour=0.5, steps=4000)
+    dense = gpucast.simulate_train(**kw, checkpoint_every="1s", checkpoint_s=3.0)  # type: ignore[arg-type]
+    (note,) = [n for n in dense.notes if "adds" in n and "to the training time" in n]
+    assert note.startswith("the given checkpoint interval applies to the on-demand runs too")
+    assert "adds 300% to the training time; drop --checkpoint-every" in note
+    sparse = gpucast.simulate_train(**kw, checkpoint_every=1000, checkpoint_s=3.0)  # type: ignore[arg-type]
+    (note,) = [n for n in sparse.notes if "to the training time" in n]
+    assert note.endswith("adds 1% to the training time")
+    # the on-demand runs do take the given checkpoints: slower than without them
+    plain = gpucast.simulate_train(**kw)  # type: ignore[arg-type]
+    assert not any("to the training time" in n for n in plain.notes)
+    od = [r.to_dict()["on_demand"]["duration_s"]["median"] for r in (dense, plain)]
+    assert od[0] > 3.0 * od[1]
+
+
+def test_a_cluster_without_a_spot_price_names_itself_not_no_spot() -> None:
+    """A --cluster with no spot price plans on demand; a spot-only option beside it is refused
+    in the cluster's words (not as if --no-spot had been given), and with a spot price taken."""
+    with pytest.raises(InvalidSpecError, match=r"the cluster DGX-H100 has no spot price"):
+        gpucast.plan_train(workload="resnet50", epochs=5, cluster="DGX-H100", hazard_per_hour=0.3)
+    out = CliRunner().invoke(
+        app,
+        ["plan", "train", "--workload", "mlp", "--epochs", "1", "--dataset-size", "20000",
+         "--cluster", "DGX-H100", "--elastic", "--strategy", "ddp"],
+    )  # fmt: skip
+    assert out.exit_code == 2, out.output
+    assert "elastic: shapes spot servers only, and the cluster DGX-H100" in out.output
+    assert "--no-spot" not in out.output
