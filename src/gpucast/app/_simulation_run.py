@@ -57,8 +57,9 @@ def _given_interval_note(ckpt_s: float, every_steps: int, full_speed: float, *, 
     share = ckpt_s * full_speed / every_steps
     return (
         ("the given checkpoint interval applies to the on-demand runs too: " if spot else "")
-        + f"a checkpoint ({ckpt_s:.3g} s) every {every_steps:,} steps ({every_steps / full_speed:.3g} s of "
-        f"training at full speed) adds {share:.0%} to the training time"
+        + f"a checkpoint ({ckpt_s:.3g} s) every {every_steps:,} steps "
+        f"({every_steps / full_speed:.3g} s of training at full speed) adds {share:.0%} to the "
+        "training time"
         + (
             "; drop --checkpoint-every for Young's interval, which weighs the checkpoint's "
             "cost against the work a revocation loses"
