@@ -42,11 +42,31 @@ from gpucast.domain.workload import (
     precision_assumption,
     profiled_precision,
 )
+from gpucast.inputs.spot import notice_assumption
 from gpucast.inputs.workload import measured_name
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
     from gpucast.app.simulation import SimulateTrainRequest
     from gpucast.domain.simulation import SimulationResult
+
+
+def _given_interval_note(ckpt_s: float, every_steps: int, full_speed: float, *, spot: bool) -> str:
+    """What a given ``--checkpoint-every`` costs: both markets take it, and a checkpoint that
+    outlasts a tenth of the training between two is said with the way out (QA 41 QS #3: one
+    every second of a 3 s checkpoint nearly quadrupled the job without a word)."""
+    share = ckpt_s * full_speed / every_steps
+    return (
+        ("the given checkpoint interval applies to the on-demand runs too: " if spot else "")
+        + f"a checkpoint ({ckpt_s:.3g} s) every {every_steps:,} steps "
+        f"({every_steps / full_speed:.3g} s of training at full speed) adds {share:.0%} to the "
+        "training time"
+        + (
+            "; drop --checkpoint-every for Young's interval, which weighs the checkpoint's "
+            "cost against the work a revocation loses"
+            if share >= 0.1
+            else ""
+        )
+    )
 
 
 def simulated_train(
@@ -315,6 +335,8 @@ def simulated_train(
                 f"the job ({total_steps:,} steps, ~{total_steps / full_speed / 60:.0f} min at "
                 "full speed); a rollback restarts from step 0 (override with --checkpoint-every)"
             )
+    if request.checkpoint_every is not None and every_steps is not None:
+        notes.append(_given_interval_note(ckpt_s, every_steps, full_speed, spot=request.spot))
     if every_steps is None:  # what a loss costs without checkpoints (QA 35 E #23)
         ckpt_src += " (not used: no checkpoints; " + (
             "no node is revoked on demand)" if all(d is None for d in dists)
@@ -565,6 +587,7 @@ def simulated_train(
             ("Young's interval from the lifetimes" if every_steps else "no revocations"),
             override="--checkpoint-every",
         ),
+        *((notice_assumption(),) if request.spot else ()),
         auto_precision_assumption(
             {catalog.gpu(g).name: p for g, p in by_gpu.items()},
             requested=requested,

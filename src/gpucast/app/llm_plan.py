@@ -66,8 +66,10 @@ from gpucast.domain.parallel import (
 )
 from gpucast.domain.plan import check_pue, pue_option
 from gpucast.domain.spot import (
+    SPOT_ONLY_OPTIONS,
     check_hazard,
     check_move_after,
+    check_spot_only,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -262,6 +264,12 @@ class PlanLlmTrainRequest:
         FixedLayout.of(self)  # --tp --pp --cp --vpp --micro-batch --zero --recompute
         check_llm_software(self.software)
         check_spot_options(self.spot_scenario)
+        check_spot_only(
+            self,
+            spot=self.allow_spot,
+            names=(*SPOT_ONLY_OPTIONS, "checkpoint_storage"),
+            market="the plan is on demand only (spot rows need --spot)",
+        )
         from gpucast.plan.llm import LLM_OBJECTIVES  # (pure: the planner's own list)
 
         if self.objective not in LLM_OBJECTIVES:
@@ -515,7 +523,7 @@ def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) ->
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.data import published_data_dir
-    from gpucast.inputs.spot import spot_risk_inputs
+    from gpucast.inputs.spot import notice_assumption, spot_risk_inputs
     from gpucast.plan.llm import LlmSpot
     from gpucast.store.db import default_db_path
 
@@ -551,7 +559,8 @@ def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) ->
         f"{storage.name} at {storage.value:g} GB/s per node ({storage.source_url}; "
         "--checkpoint-storage); a restart reads every GPU's state back and pays "
         f"{risk.restart_penalty_s:.0f} s "
-        f"({risk.sources.get('restart', '')}) and the run's warm-up again. Start-up: "
+        f"({risk.sources.get('restart', '')}) and the run's warm-up again. Revocation "
+        f"notice: {notice_assumption().value}. Start-up: "
         f"{risk.sources.get('startup', '')}. "
         + (
             "No managed recovery (--move-region). "

@@ -72,7 +72,7 @@ def plan_train(
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
     from gpucast.inputs.offload import cpu_adam, extrapolation_warning
-    from gpucast.inputs.spot import spot_risk_inputs
+    from gpucast.inputs.spot import notice_assumption, spot_risk_inputs
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
         check_workload_name,
@@ -271,6 +271,7 @@ def plan_train(
             source=risk.sources["checkpoint"],
             override="--data-dir",
         ),
+        *((notice_assumption(),) if request.allow_spot else ()),
         Assumption(
             name="DDP/FSDP on spot",
             value="losing any node rolls the job back to its last checkpoint",

@@ -39,8 +39,10 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed
 from gpucast.domain.options import documented, is_default, lower_text, option
 from gpucast.domain.spot import (
+    SPOT_ONLY_OPTIONS,
     check_hazard,
     check_move_after,
+    check_spot_only,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -395,6 +397,11 @@ class SimulateTrainRequest:
                 )
         check_move_after(
             self.move_after_s, self.move_region, given=not is_default(self, "move_after_s")
+        )
+        check_spot_only(
+            self,
+            spot=self.spot,
+            names=(*SPOT_ONLY_OPTIONS, "spot_kind", "lifetime_method", "replace", "elastic"),
         )
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")

@@ -49,8 +49,10 @@ from gpucast.domain.options import (
 )
 from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.spot import (
+    SPOT_ONLY_OPTIONS,
     check_hazard,
     check_move_after,
+    check_spot_only,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -437,6 +439,13 @@ class TrainRequest:
         check_software(self.software, self.precision)
         check_hazard(self.hazard_per_hour, self.lifetimes)
         check_spot_options(self.spot_scenario)
+        check_spot_only(
+            self,
+            spot=self.allow_spot,
+            names=(*SPOT_ONLY_OPTIONS, "elastic"),
+            market="the plan is on demand only (--no-spot)",
+            fix="drop --no-spot",
+        )
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         check_eta(self.eta)
         if self.eta is not None and str(self.power_limit).strip().lower() != "auto":

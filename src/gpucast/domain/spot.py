@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import none_or, option
+from gpucast.domain.options import fields_of, is_default, none_or, option
 from gpucast.domain.units import duration_s
 
 if TYPE_CHECKING:  # numpy loads with the first censoring, not with the spot facts
@@ -258,6 +258,51 @@ def check_hazard(hazard_per_hour: float | None, lifetimes: str | None = None) ->
             "worst published market sees 0.73 per hour)",
             got=hazard_per_hour,
             fix="e.g. --hazard-per-hour 0.05",
+        )
+
+
+#: The options that shape spot servers only (their lifetimes, scenario, replacements), as
+#: every spot-planning request names them.
+SPOT_ONLY_OPTIONS: tuple[str, ...] = (
+    "hazard_per_hour",
+    "lifetimes",
+    "interruption_band",
+    "spot_scenario",
+    "fallback_after_s",
+    "move_region",
+)
+
+
+def check_spot_only(
+    request: object,
+    *,
+    spot: bool,
+    names: tuple[str, ...],
+    market: str = "this job runs on demand",
+    fix: str = "add --spot",
+) -> None:
+    """The options ``names`` of ``request`` shape spot servers only: given (not at their
+    default) to a job or plan that has none (``spot`` false), the first is refused, as
+    ``--reshard-s`` without ``--elastic`` is -- they did nothing without a word while the
+    plan's assumptions stated them as applied (QA 41 QS #1). ``market`` says why there is no
+    spot server and ``fix`` how to get one."""
+    if spot:
+        return
+    for f in fields_of(type(request)):
+        if f.name not in names or is_default(request, f.name):
+            continue
+        value = getattr(request, f.name)
+        if isinstance(value, bool):
+            flag = f.info.cli_flag if value else f"--{f.info.negative}"
+            got = flag
+        else:
+            flag = f.info.cli_flag
+            got = f"{value / 60:g} min" if f.info.metavar == "DURATION" else value
+        raise InvalidSpecError(
+            flag.removeprefix("--"),
+            f"shapes spot servers only, and {market}",
+            got=got,
+            fix=f"{fix}, or drop {flag}",
         )
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucast.domain.errors import InvalidSpecError, UnknownGpuError
-from gpucast.domain.provenance import Sourced
+from gpucast.domain.provenance import Assumption, Sourced
 from gpucast.domain.spot import DEFAULT_BAND
 from gpucast.inputs.data import data_path
 
@@ -577,6 +577,23 @@ def checkpoint_cost(size_bytes: float, data_dir: Path | None) -> Sourced[float]:
         est.value,
         f"CheckpointModel fitted on {path} ({facts['saves']} saves): {est.value:.2f} s for "
         f"{size_mb:.1f} MB (range {est.lower:.2f}-{est.upper:.2f})",
+    )
+
+
+def notice_assumption() -> Assumption:
+    """What the spot Monte Carlo does with the providers' revocation notice and billing
+    increments (``catalog/data/spot_markets.csv``): nothing -- said, not left for a reader of
+    ``gpucast catalog spot`` to assume (QA 41 QS #2)."""
+    from gpucast.catalog.spot import spot_markets
+
+    notices = ", ".join(f"{m.provider} {m.notice_s:g} s" for m in spot_markets() if m.current)
+    return Assumption(
+        name="revocation notice",
+        value="not used: a revocation loses the work since the last checkpoint (the notice "
+        f"before it, {notices}, is not taken to save one); spot servers are billed per "
+        "second held (the providers' billing increments and minimums are not applied)",
+        source="catalog/data/spot_markets.csv (gpucast catalog spot)",
+        override="--checkpoint-every (a shorter interval loses less)",
     )
 
 

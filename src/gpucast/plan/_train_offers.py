@@ -13,6 +13,7 @@ from gpucast.domain.catalog import Catalog, Offer
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError, UnknownRegionError
 from gpucast.domain.options import is_default
 from gpucast.domain.plan import TrainRequest
+from gpucast.domain.spot import SPOT_ONLY_OPTIONS, check_spot_only
 from gpucast.domain.systems import ClusterSpec
 from gpucast.plan._train_context import PlanContext
 from gpucast.plan.cluster_step import cluster_perf
@@ -134,5 +135,12 @@ def within_cluster(request: TrainRequest, cluster: ClusterSpec) -> TrainRequest:
     says less, and on demand only unless the cluster has a spot price. A budget needs a
     price: without one every plan costs $0 and ``--budget`` would hold whatever it is."""
     cluster.check_budget(request.budget_usd)
+    check_spot_only(  # before the request turns on demand below, in the cluster's words
+        request,
+        spot=cluster.has_spot,
+        names=(*SPOT_ONLY_OPTIONS, "elastic"),
+        market=f"the cluster {cluster.name} has no spot price",
+        fix="give the cluster a spot price (--cluster-set spot_usd_per_gpu_hour=...)",
+    )
     max_gpus = cluster.max_gpus if is_default(request, "max_gpus") else request.max_gpus
     return replace(request, max_gpus=max_gpus, allow_spot=request.allow_spot and cluster.has_spot)
