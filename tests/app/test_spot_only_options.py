@@ -134,3 +134,15 @@ def test_a_cluster_without_a_spot_price_names_itself_not_no_spot() -> None:
     assert out.exit_code == 2, out.output
     assert "elastic: shapes spot servers only, and the cluster DGX-H100" in out.output
     assert "--no-spot" not in out.output
+
+
+def test_an_on_demand_plan_lists_no_spot_assumptions() -> None:
+    """QA 41 QS (left open, then fixed): `plan train --no-spot` listed spot lifetimes, managed
+    recovery, the checkpoint and the Monte Carlo among its assumptions, none of them used."""
+    spot_only = {"restart penalty", "checkpoint", "revocation notice", "DDP/FSDP on spot",
+                 "spot lifetimes", "managed recovery", "spot simulation"}  # fmt: skip
+    base = dict(workload="resnet50", epochs=1, max_gpus=8, provider="gcp")
+    on_demand = {a.name for a in gpucast.plan_train(**base, allow_spot=False).assumptions}
+    assert not on_demand & spot_only and {"start-up", "risk", "parameter server"} <= on_demand
+    spot = {a.name for a in gpucast.plan_train(**base).assumptions}
+    assert spot_only <= spot

@@ -72,7 +72,7 @@ def plan_train(
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
     from gpucast.inputs.offload import cpu_adam, extrapolation_warning
-    from gpucast.inputs.spot import notice_assumption, spot_risk_inputs
+    from gpucast.inputs.spot import spot_risk_inputs
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
         check_workload_name,
@@ -260,65 +260,11 @@ def plan_train(
             override="--data-dir",
         ),
         Assumption(
-            name="restart penalty",
-            value=f"{risk.restart_penalty_s:.0f} s",
-            source=risk.sources["restart"],
-            override="--data-dir",
-        ),
-        Assumption(
-            name="checkpoint",
-            value=f"{risk.checkpoint_s(facts):.1f} s per checkpoint; interval by Young's formula",
-            source=risk.sources["checkpoint"],
-            override="--data-dir",
-        ),
-        *((notice_assumption(),) if request.allow_spot else ()),
-        Assumption(
-            name="DDP/FSDP on spot",
-            value="losing any node rolls the job back to its last checkpoint",
-        ),
-        Assumption(
             name="parameter server",
             value="asynchronous; PS shards are on-demand CPU servers (>= 4 vCPUs) of the same "
             "region; gradient staleness is not modelled",
         ),
-        Assumption(
-            name="spot lifetimes",
-            value=f"{request.hazard_per_hour:g} revocations per node-hour"
-            if request.hazard_per_hour is not None
-            else (
-                f"the named model {lifetimes.named_scope(request.lifetimes)} where it applies"
-                if request.lifetimes is not None
-                else "a named model where its scope applies"
-            )
-            + ", the published GCE lifetimes for GCP "
-            f"GPUs they cover, else the {request.spot_scenario} scenario (plans rank by it "
-            "and show the other)"
-            + (
-                f"; a replacement that waits {request.fallback_after_s / 60:g} min for spot "
-                "capacity launches on demand (--fallback-after)"
-                if request.fallback_after_s is not None
-                else ""
-            ),
-            source=lifetimes.fitted_on,
-            override="--lifetimes NAME (gpucast fit lifetimes), --spot-scenario, "
-            "--hazard-per-hour, --interruption-band, --data-dir",
-        ),
-        Assumption(
-            name="managed recovery",
-            value="replacements stay in their region"
-            if request.move_region is None
-            else f"a spot replacement that waited {request.move_after_s / 60:g} min for "
-            "capacity is launched in "
-            + (
-                "the region of its provider with the cheapest spot price for the same instance type"
-                if request.move_region.strip().lower() == "auto"
-                else request.move_region
-            )
-            + " (its lifetimes, gaps, start-ups and prices) and moves back the same way; "
-            "clusters of two instance types stay",
-            source="SkyPilot managed spot jobs (failover across regions)",
-            override="--move-region auto|REGION, --move-after",
-        ),
+        *_spot_assumptions(request, risk, facts, lifetimes),
         Assumption(
             name="performance constants",
             value=_perf_text(perf.value),
@@ -730,6 +676,74 @@ def lr_rule_curve(
         # 39 Y #9), where the batch after @ is it
         override="--lr-rule, --optimizer, the tuned batch (--target Nepochs@B's B, or "
         "--reference-batch with --epochs)",
+    )
+
+
+def _spot_assumptions(
+    request: TrainRequest, risk: RiskInputs, facts: WorkloadFacts, lifetimes: Any
+) -> tuple[Assumption, ...]:
+    """What spot servers alone rest on; an on-demand plan (``--no-spot``) lists none of it
+    (QA 41 S: it listed lifetimes, recovery and checkpoints it never used)."""
+    from gpucast.inputs.spot import notice_assumption
+
+    if not request.allow_spot:
+        return ()
+    return (
+        Assumption(
+            name="restart penalty",
+            value=f"{risk.restart_penalty_s:.0f} s",
+            source=risk.sources["restart"],
+            override="--data-dir",
+        ),
+        Assumption(
+            name="checkpoint",
+            value=f"{risk.checkpoint_s(facts):.1f} s per checkpoint; interval by Young's formula",
+            source=risk.sources["checkpoint"],
+            override="--data-dir",
+        ),
+        notice_assumption(),
+        Assumption(
+            name="DDP/FSDP on spot",
+            value="losing any node rolls the job back to its last checkpoint",
+        ),
+        Assumption(
+            name="spot lifetimes",
+            value=f"{request.hazard_per_hour:g} revocations per node-hour"
+            if request.hazard_per_hour is not None
+            else (
+                f"the named model {lifetimes.named_scope(request.lifetimes)} where it applies"
+                if request.lifetimes is not None
+                else "a named model where its scope applies"
+            )
+            + ", the published GCE lifetimes for GCP "
+            f"GPUs they cover, else the {request.spot_scenario} scenario (plans rank by it "
+            "and show the other)"
+            + (
+                f"; a replacement that waits {request.fallback_after_s / 60:g} min for spot "
+                "capacity launches on demand (--fallback-after)"
+                if request.fallback_after_s is not None
+                else ""
+            ),
+            source=lifetimes.fitted_on,
+            override="--lifetimes NAME (gpucast fit lifetimes), --spot-scenario, "
+            "--hazard-per-hour, --interruption-band, --data-dir",
+        ),
+        Assumption(
+            name="managed recovery",
+            value="replacements stay in their region"
+            if request.move_region is None
+            else f"a spot replacement that waited {request.move_after_s / 60:g} min for "
+            "capacity is launched in "
+            + (
+                "the region of its provider with the cheapest spot price for the same instance type"
+                if request.move_region.strip().lower() == "auto"
+                else request.move_region
+            )
+            + " (its lifetimes, gaps, start-ups and prices) and moves back the same way; "
+            "clusters of two instance types stay",
+            source="SkyPilot managed spot jobs (failover across regions)",
+            override="--move-region auto|REGION, --move-after",
+        ),
     )
 
 

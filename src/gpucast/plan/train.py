@@ -331,13 +331,14 @@ def plan_training(
             "",
             "drop --elastic",
         )
-    assume(
-        "spot simulation",
-        f"{request.mc_runs} Monte Carlo runs per spot plan that survived pruning "
-        f"({len(spot_out)} simulated, {pruned} pruned as dominated)",
-        "",
-        "--runs, --max-simulated, --seed",
-    )
+    if request.allow_spot:  # an on-demand plan simulates none (QA 41 S)
+        assume(
+            "spot simulation",
+            f"{request.mc_runs} Monte Carlo runs per spot plan that survived pruning "
+            f"({len(spot_out)} simulated, {pruned} pruned as dominated)",
+            "",
+            "--runs, --max-simulated, --seed",
+        )
     return TrainPlan(
         request=request,
         candidates=tuple(candidates),
