@@ -26,6 +26,20 @@ def test_dlrm_dcnv2_on_8_a100() -> None:
     assert "uvm hit rate" in out["assumptions"]
 
 
+def test_the_dense_pricing_runs_the_dense_mlps_as_every_plan_does() -> None:
+    # Wide & Deep's step is mostly its MLPs (4.3 of 5.7 ms on 8 x A100): priced without them
+    # the "dense weights" step read 0.34x the sharded one, a gap pointing the wrong way
+    result = gpucast.plan_embeddings(model="wide-deep", gpu="A100-80GB", gpus=8)
+    assert result.best.dense_s > 0.5 * result.best.step_time_s
+    assert result.dense_priced_step_s > result.best.dense_s
+    assert result.dense_priced_step_s > result.best.step_time_s
+    text = CliRunner().invoke(
+        app, ["plan", "embeddings", "--model", "wide-deep", "--gpu", "A100-80GB", "--gpus", "8"]
+    )
+    ms = f"{result.dense_priced_step_s * 1e3:.3g} ms"  # in ms, as every other time there
+    assert text.exit_code == 0 and f"step would take {ms} (" in text.output
+
+
 def test_one_gpu_needs_the_tiered_plan(shared_data: Path) -> None:
     result = gpucast.plan_embeddings(
         model="dlrm-dcnv2", gpu="A100-80GB", gpus=1, host_memory_gib=512, data_dir=shared_data

@@ -26,7 +26,7 @@ from gpucast.cli._common import (
     working,
 )
 from gpucast.domain.plan import TrainRequest
-from gpucast.domain.units import format_ratio
+from gpucast.domain.units import format_ms_sig, format_ratio
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Plan training (and serving) clusters."
@@ -202,7 +202,8 @@ def embeddings(
         markup=False,
     )
     console.print(
-        f"  priced as dense weights the step would take {result.dense_priced_step_s:.3g} s "
+        f"  priced as dense weights the step would take "
+        f"{format_ms_sig(result.dense_priced_step_s)} ms "
         f"({format_ratio(result.dense_priced_step_s / result.best.step_time_s)})",
         highlight=False,
         markup=False,
