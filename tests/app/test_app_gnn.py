@@ -166,6 +166,12 @@ def test_a_small_gat_step_is_paced_by_its_kernel_launches_as_gcn_is() -> None:
     assert full.step_time_s == pytest.approx(full.phases_s["launch_s"])
 
 
+def test_a_small_graphs_feature_store_is_not_zero_gb() -> None:
+    # Cora's 2,708 x 1,433 fp16 features are 7.76 MB: they read "0 GB of fp16 features"
+    g = gpucast.predict_gnn(model="gat", heads=8, **CORA)
+    assert g.assumptions["features"].startswith("0.00776 GB of fp16 features")
+
+
 @pytest.mark.parametrize(
     ("argv", "text"),
     [

@@ -209,7 +209,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),
             "attention": f"{_attention_note(request)}; sampling "
             f"{gat.SAMPLE_BYTES_PER_EDGE:.0f} HBM bytes per sampled edge (on the GPU)",
-            "features": f"{total_features / 1e9:,.0f} GB of {request.feature_precision} "
+            "features": f"{format_sig(total_features / 1e9)} GB of {request.feature_precision} "
             f"features ({request.feature_location}, {request.feature_sharding} sharding): a "
             "sampled row is in "
             f"{placement.describe()}; random rows at {GATHER_EFFICIENCY:.0%} of each link "
