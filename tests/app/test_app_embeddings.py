@@ -529,3 +529,15 @@ def test_a_one_gpu_node_reads_1_gpu() -> None:
     """QA 37 G #14 leftover: the node assumption read "a2-highgpu-1g (...): 1 GPUs"."""
     node = gpucast.plan_embeddings(model="two-tower", gpu="A100-40GB", gpus=1).assumptions["node"]
     assert ": 1 GPU, " in node and "1 GPUs" not in node
+
+
+def test_a_tables_column_the_planner_does_not_read_is_a_warning(tmp_path: Path) -> None:
+    # a misspelt locality left the table on the global curve without a word
+    path = tmp_path / "tables.csv"
+    path.write_text("table,rows,dim,pooling,localty\nusers,1000000,64,1,1.05\n")
+    result = gpucast.plan_embeddings(tables=path, gpu="A100-80GB", gpus=1, batch=1024)
+    unread = [w for w in result.warnings if "localty" in w]
+    assert len(unread) == 1 and "not read" in unread[0] and "locality" in unread[0]
+    path.write_text("table,rows,dim,pooling,locality\nusers,1000000,64,1,1.05\n")
+    result = gpucast.plan_embeddings(tables=path, gpu="A100-80GB", gpus=1, batch=1024)
+    assert not any("not read" in w for w in result.warnings)

@@ -381,7 +381,7 @@ def plan_embeddings(
     from gpucast.predict import embeddings as emb
 
     request = resolve(PlanEmbeddingsRequest, request, options, config)
-    model = rec_model_input(request.model, request.tables, request.batch)
+    model, unread = rec_model_input(request.model, request.tables, request.batch)
     hw, gpu_name, price, notes = _hardware(request)
     uneven = _batch_split(model.global_batch, hw.gpus, given=request.batch is not None)
     window = _window(request.locality, "locality")
@@ -416,7 +416,7 @@ def plan_embeddings(
             f"each node pulls its batch share's distinct rows from their owners and pushes "
             f"their gradients over its NIC; {distinct.source}"
         )
-    warnings = [uneven] if uneven else []
+    warnings = [w for w in (unread, uneven) if w]
     if fitted_window(request.data_dir, window.window, window.trace) is None:
         warnings += _uniform_cache(model, best)
     unpriced = _unpriced_dense(model)
