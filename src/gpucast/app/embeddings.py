@@ -379,6 +379,7 @@ def plan_embeddings(
         table_hit_rates,
     )
     from gpucast.predict import embeddings as emb
+    from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
     request = resolve(PlanEmbeddingsRequest, request, options, config)
     model, unread = rec_model_input(request.model, request.tables, request.batch)
@@ -403,6 +404,11 @@ def plan_embeddings(
         "gather": f"{emb.GATHER_EFFICIENCY:.0%} of HBM bandwidth, {emb.TRAIN_TRAFFIC_FACTOR:g}x "
         "the gathered bytes per training step (read, gradient, row-wise Adagrad update)",
         "overlap": "phases added, none overlapped (a conservative step)",
+        "launches": f"at least {best.launch_s / KERNEL_OVERHEAD_S:.0f} kernel launches a "
+        f"training step for the pick at {KERNEL_OVERHEAD_S * 1e6:.0f} us each (the roofline's "
+        "per-kernel prior): per sharding kind the lookup and its fused backward-update, and "
+        "where sharded its 4 all-to-alls; the gradient all-reduce; the dense MLPs' kernels "
+        "not counted (a floor); the step is the slower of that and its phases",
         "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables, the dense part and the "
         "batch's buffers (indices and pooled rows sent and received; the dense MLPs' hidden "
         "activations not counted)",
