@@ -417,7 +417,7 @@ def test_a_tiny_step_is_paced_by_its_kernel_launches() -> None:
         global_batch=1024,
         source_url="test",
     )
-    best, costs = emb.plan_embeddings(tiny, _hw(gpus=1))
+    best, _ = emb.plan_embeddings(tiny, _hw(gpus=1))
     assert best.work_s < KERNEL_OVERHEAD_S
     assert best.step_time_s == pytest.approx(emb.LOOKUP_KERNELS * KERNEL_OVERHEAD_S)
     assert best.to_dict()["launch_floor_s"] == pytest.approx(best.step_time_s)
