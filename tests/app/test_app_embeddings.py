@@ -541,3 +541,18 @@ def test_a_tables_column_the_planner_does_not_read_is_a_warning(tmp_path: Path) 
     path.write_text("table,rows,dim,pooling,locality\nusers,1000000,64,1,1.05\n")
     result = gpucast.plan_embeddings(tables=path, gpu="A100-80GB", gpus=1, batch=1024)
     assert not any("not read" in w for w in result.warnings)
+
+
+def test_sharding_takes_any_case_as_the_cache_policy_does() -> None:
+    # --sharding Row-Wise was refused ("must be one of ... row-wise") where --cache-policy LRU
+    # and --precision BF16 are read in any case
+    result = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, sharding="Row-Wise"
+    )
+    assert [c.name for c in result.plans] == ["row-wise"]
+    text = CliRunner().invoke(
+        app,
+        ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-80GB", "--sharding",
+         "COLUMN-WISE"],
+    )  # fmt: skip
+    assert text.exit_code == 0 and "> column-wise" in text.output

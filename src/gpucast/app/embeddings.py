@@ -110,6 +110,7 @@ class PlanEmbeddingsRequest:
         None,
         help=f"Evaluate only this plan: {', '.join(SHARDINGS)} (default: pick the fastest).",
         example="row-wise",
+        parse=lower_text,
     )
     cache_fraction: float | None = option(
         None,
