@@ -831,3 +831,19 @@ def test_the_same_feature_rows_over_pcie_cost_gat_and_sage_the_same() -> None:
     )
     assert sage.feature_fetch_s == pytest.approx(gat.feature_fetch_s, rel=1e-3)
     assert "gathered over PCIe at 50% of its 32 GB/s" in sage.assumptions["features"]
+
+
+def test_a_graph_stats_column_the_model_does_not_read_is_a_warning(tmp_path: Path) -> None:
+    # a misspelt in_degree left the relation at its mean degree; only the sampling note hinted
+    path = tmp_path / "graph.csv"
+    path.write_text(
+        "kind,name,src,dst,count,feature_dim,in_degre\nnode,paper,,,100000,128,\n"
+        "relation,cites,paper,paper,1000000,,powerlaw:2.1\n"
+    )
+    args = {"model": "rgat", "gpu": "H100-SXM", "batch": 1024, "fanouts": (15, 10)}
+    result = gpucast.predict_gnn(graph_stats=path, target="paper", **args)
+    unread = [w for w in result.warnings if "in_degre " in w]
+    assert len(unread) == 1 and "not read" in unread[0] and "in_degree" in unread[0]
+    path.write_text(path.read_text().replace("in_degre", "in_degree"))
+    result = gpucast.predict_gnn(graph_stats=path, target="paper", **args)
+    assert not any("not read" in w for w in result.warnings)

@@ -58,18 +58,20 @@ def _gat_graph(request: PredictGnnRequest) -> tuple[Any, Any, list[str], list[st
     if request.graph_stats is not None:
         from gpucast.inputs.graph import read_graph_stats
 
-        graph = read_graph_stats(request.graph_stats)
+        graph, unread = read_graph_stats(request.graph_stats)
         notes = [f"graph statistics from {request.graph_stats}"]
+        warnings = [unread] if unread else []
     else:
         from gpucast.catalog.gnn_graphs import graph_stats
 
         assert request.graph is not None
         graph = graph_stats(request.graph)
         notes = [f"graph {graph.name} from catalog/data/gnn_graphs.csv"]
+        warnings = []
     if request.reverse_relations:
         graph = graph.with_reverse()
         notes.append(f"{len(graph.relations)} relations sampled (reverse directions added)")
-    return graph, None, notes, []
+    return graph, None, notes, warnings
 
 
 def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:

@@ -15,9 +15,7 @@ without one share the plan's one hit-rate curve.
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 from importlib import resources
 
 from gpucast.catalog._csv import parse_float, parse_int, read_rows, require_float, require_text
@@ -30,12 +28,6 @@ CATALOG_COLUMNS = ("model", *TABLE_COLUMNS, *MODEL_COLUMNS, "source_url", "as_of
 #: every column the loader reads; any other is reported (a misspelt ``locality`` or
 #: ``dense_params`` would otherwise leave its tables on the defaults without a word)
 READ_COLUMNS = (*CATALOG_COLUMNS, "locality")
-
-
-def unread_columns(text: str) -> tuple[str, ...]:
-    """The header's columns that :func:`parse_rec_models` does not read."""
-    header = next(csv.reader(io.StringIO(text)), [])
-    return tuple(c.strip() for c in header if c.strip() and c.strip() not in READ_COLUMNS)
 
 
 def parse_rec_models(

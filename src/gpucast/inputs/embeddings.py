@@ -50,12 +50,12 @@ def rec_model_input(
     naming the file's columns the planner does not read (empty where none)."""
     from dataclasses import replace
 
+    from gpucast.catalog._csv import unread_columns, unread_columns_warning
     from gpucast.catalog.embeddings import (
         READ_COLUMNS,
         TABLE_COLUMNS,
         parse_rec_models,
         rec_model,
-        unread_columns,
     )
     from gpucast.store.files import read_input_text
 
@@ -94,13 +94,7 @@ def rec_model_input(
                 "is required with --tables (global samples per step)",
                 fix="e.g. --batch 65536",
             )
-        unread = unread_columns(text)
-        warning = (
-            f"{tables}: column(s) {', '.join(unread)} not read (a misspelling?); the planner "
-            f"reads {', '.join(READ_COLUMNS)}"
-            if unread
-            else ""
-        )
+        warning = unread_columns_warning(tables, unread_columns(text, READ_COLUMNS), READ_COLUMNS)
     else:
         assert name is not None
         model, warning = rec_model(name), ""
