@@ -847,3 +847,18 @@ def test_a_graph_stats_column_the_model_does_not_read_is_a_warning(tmp_path: Pat
     path.write_text(path.read_text().replace("in_degre", "in_degree"))
     result = gpucast.predict_gnn(graph_stats=path, target="paper", **args)
     assert not any("not read" in w for w in result.warnings)
+
+
+def test_a_mini_batch_beyond_hbm_is_refused_as_a_full_graph_is() -> None:
+    # hidden 10M: 104k hop-1 nodes x 10M values x 4 B x 2 is 8 TB; it was priced at 25.6 s
+    products = {"gpu": "A100-80GB", "nodes": 2449029, "edges": 123718280, "batch": 4096,
+                "fanouts": (25, 20)}  # fmt: skip
+    with pytest.raises(InvalidSpecError, match=r"^batch: a mini-batch of 4,096 seeds needs"):
+        gpucast.predict_gnn(model="sage", hidden=10_000_000, **products)
+    fits = gpucast.predict_gnn(model="sage", **products)
+    assert "a batch's features, activations and edges take" in fits.assumptions["features"]
+    argv = ["predict", "gnn", "--model", "gcn", "--gpu", "A100-80GB", "--nodes", "2449029",
+            "--edges", "123718280", "--batch", "4096", "--fanouts", "25,20", "--hidden",
+            "10000000"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2 and "GiB" in result.output and "--batch" in result.output
