@@ -855,8 +855,14 @@ def test_a_mini_batch_beyond_hbm_is_refused_as_a_full_graph_is() -> None:
                 "fanouts": (25, 20)}  # fmt: skip
     with pytest.raises(InvalidSpecError, match=r"^batch: a mini-batch of 4,096 seeds needs"):
         gpucast.predict_gnn(model="sage", hidden=10_000_000, **products)
+    with pytest.raises(InvalidSpecError, match=r"^batch: a mini-batch of 4,096 seeds needs"):
+        gpucast.predict_gnn(model="gat", hidden=1_000_000, heads=4, **products)
     fits = gpucast.predict_gnn(model="sage", **products)
     assert "a batch's features, activations and edges take" in fits.assumptions["features"]
+    assert not any("mini-batch of" in w for w in fits.warnings)
+    # above HBM as estimated, within the mean degree's overstatement: priced, with a warning
+    near = gpucast.predict_gnn(model="sage", hidden=150_000, **products)
+    assert any("it may not fit" in w and "upper estimate" in w for w in near.warnings)
     argv = ["predict", "gnn", "--model", "gcn", "--gpu", "A100-80GB", "--nodes", "2449029",
             "--edges", "123718280", "--batch", "4096", "--fanouts", "25,20", "--hidden",
             "10000000"]  # fmt: skip

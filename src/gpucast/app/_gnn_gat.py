@@ -18,6 +18,7 @@ from gpucast.app._gnn_shared import (
     HBM_RESERVE_SHARE,
     NETWORK_GBPS_PER_GPU,
     _achieved_rates,
+    _check_batch_memory,
     _degrees,
     _gat_compute_note,
     _launch_note,
@@ -107,6 +108,11 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         return _full_graph_gat(request, graph, spec, gpu, notes, warnings, stray)
     feature_bytes = FEATURE_BYTES[request.feature_precision]
     cost = gat.gat_cost(graph, spec, feature_bytes_per_value=feature_bytes, degrees=degrees)
+    memory = _check_batch_memory(
+        cost.batch_bytes, gpu, batch=request.batch, nodes=cost.input_nodes,
+        at_mean=degrees is None and not gat.has_degree_laws(graph),
+    )  # fmt: skip
+    warnings += [memory] if memory else []
     total_features = graph.feature_bytes(feature_bytes)
     gpus_per_node = request.gpus_per_node or DEFAULT_GPUS_PER_NODE
     per_node = min(request.gpus, gpus_per_node)

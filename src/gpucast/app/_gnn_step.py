@@ -28,6 +28,7 @@ from gpucast.app._gnn_shared import (
     GATHER_EFFICIENCY,
     _achieved_rates,
     _check_batch,
+    _check_batch_memory,
     _degrees,
     _launch_note,
     _sampling_note,
@@ -110,15 +111,11 @@ def predicted_gnn(request: PredictGnnRequest) -> PredictGnnResult:
     if request.batch is not None:
         cost = gnn.sampled_cost(spec, nodes=nodes, edges=edges, degrees=degrees)
         batch_bytes = gnn.sampled_bytes(spec, cost)
-        if batch_bytes > hbm_bytes:
-            raise InvalidSpecError(
-                "batch",
-                f"a mini-batch of {request.batch:,} seeds needs {batch_bytes / GIB:,.0f} GiB "
-                f"(its {cost.nodes_per_hop[-1]:,.0f} sampled nodes' features, every layer's "
-                "activations and gradients, the sampled edges), more than one "
-                f"{gpu.name}'s {usable_text(gpu.memory_gib)}",
-                fix="use a smaller --batch, --fanouts or --hidden, or a GPU with more memory",
-            )
+        memory = _check_batch_memory(
+            batch_bytes, gpu, batch=request.batch, nodes=cost.nodes_per_hop[-1],
+            at_mean=degrees is None,
+        )  # fmt: skip
+        warnings += [memory] if memory else []
     else:
         cost = gnn.full_graph_cost(spec, nodes=nodes, edges=edges)
         graph_bytes = gnn.full_graph_bytes(spec, nodes=nodes, edges=edges)
