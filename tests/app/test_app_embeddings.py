@@ -556,3 +556,15 @@ def test_sharding_takes_any_case_as_the_cache_policy_does() -> None:
          "COLUMN-WISE"],
     )  # fmt: skip
     assert text.exit_code == 0 and "> column-wise" in text.output
+
+
+def test_the_dense_rate_names_the_peak_it_took() -> None:
+    # T4 has no BF16 units: its FP16 peak is priced, and the note said "T4's BF16 peak"
+    t4 = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="T4", gpus=8)
+    assert (
+        "40% of T4's FP16 peak (no BF16 units) on the dense MLPs" in t4.assumptions["dense compute"]
+    )
+    a100 = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8)
+    assert "40% of A100-80GB's BF16 peak on the dense MLPs" in a100.assumptions["dense compute"]
+    gcn = gpucast.predict_gnn(model="gcn", gpu="V100-16GB", nodes=1000, edges=5000)
+    assert gcn.assumptions["compute"].startswith("40% of V100-16GB's FP16 peak (no BF16 units)")

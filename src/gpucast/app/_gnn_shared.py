@@ -117,7 +117,7 @@ def _launch_note(kernels: float, kernel_overhead_s: float) -> str:
 def _gat_compute_note(gpu: Any) -> str:
     """The rates every GAT step rests on."""
     return (
-        f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak and "
+        f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.peak_text('bf16')} and "
         f"{GATHER_EFFICIENCY:.0%} of HBM; activations in 16 bits; x3 for forward + backward "
         "(x2 for the first layer: no gradient for the input features)"
     )

@@ -149,7 +149,7 @@ def predicted_gnn(request: PredictGnnRequest) -> PredictGnnResult:
         tflops=tflops, memory_gbps=hbm, host_link_gbps=host, kernel_overhead_s=KERNEL_OVERHEAD_S
     )
     assumptions = {
-        "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the transforms",
+        "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.peak_text('bf16')} on the transforms",
         "gathers": f"{GATHER_EFFICIENCY:.0%} of HBM bandwidth; x3 for forward + backward",
         "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),
         "features": f"mini-batch features in host memory, gathered over PCIe at "

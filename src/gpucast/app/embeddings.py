@@ -345,7 +345,7 @@ def _hardware(
     pcie = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0
     dense = gpu.peak_tflops("bf16") * DENSE_EFFICIENCY
     notes["dense compute"] = (
-        f"{DENSE_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the dense MLPs ({dense:.0f} TFLOP/s)"
+        f"{DENSE_EFFICIENCY:.0%} of {gpu.peak_text('bf16')} on the dense MLPs ({dense:.0f} TFLOP/s)"
     )
     hw = ShardingHardware(
         gpus=gpus,
