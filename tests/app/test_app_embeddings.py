@@ -26,6 +26,20 @@ def test_dlrm_dcnv2_on_8_a100() -> None:
     assert "uvm hit rate" in out["assumptions"]
 
 
+def test_the_dense_pricing_runs_the_dense_mlps_as_every_plan_does() -> None:
+    # Wide & Deep's step is mostly its MLPs (4.3 of 5.7 ms on 8 x A100): priced without them
+    # the "dense weights" step read 0.34x the sharded one, a gap pointing the wrong way
+    result = gpucast.plan_embeddings(model="wide-deep", gpu="A100-80GB", gpus=8)
+    assert result.best.dense_s > 0.5 * result.best.step_time_s
+    assert result.dense_priced_step_s > result.best.dense_s
+    assert result.dense_priced_step_s > result.best.step_time_s
+    text = CliRunner().invoke(
+        app, ["plan", "embeddings", "--model", "wide-deep", "--gpu", "A100-80GB", "--gpus", "8"]
+    )
+    ms = f"{result.dense_priced_step_s * 1e3:.3g} ms"  # in ms, as every other time there
+    assert text.exit_code == 0 and f"step would take {ms} (" in text.output
+
+
 def test_one_gpu_needs_the_tiered_plan(shared_data: Path) -> None:
     result = gpucast.plan_embeddings(
         model="dlrm-dcnv2", gpu="A100-80GB", gpus=1, host_memory_gib=512, data_dir=shared_data
@@ -515,3 +529,42 @@ def test_a_one_gpu_node_reads_1_gpu() -> None:
     """QA 37 G #14 leftover: the node assumption read "a2-highgpu-1g (...): 1 GPUs"."""
     node = gpucast.plan_embeddings(model="two-tower", gpu="A100-40GB", gpus=1).assumptions["node"]
     assert ": 1 GPU, " in node and "1 GPUs" not in node
+
+
+def test_a_tables_column_the_planner_does_not_read_is_a_warning(tmp_path: Path) -> None:
+    # a misspelt locality left the table on the global curve without a word
+    path = tmp_path / "tables.csv"
+    path.write_text("table,rows,dim,pooling,localty\nusers,1000000,64,1,1.05\n")
+    result = gpucast.plan_embeddings(tables=path, gpu="A100-80GB", gpus=1, batch=1024)
+    unread = [w for w in result.warnings if "localty" in w]
+    assert len(unread) == 1 and "not read" in unread[0] and "locality" in unread[0]
+    path.write_text("table,rows,dim,pooling,locality\nusers,1000000,64,1,1.05\n")
+    result = gpucast.plan_embeddings(tables=path, gpu="A100-80GB", gpus=1, batch=1024)
+    assert not any("not read" in w for w in result.warnings)
+
+
+def test_sharding_takes_any_case_as_the_cache_policy_does() -> None:
+    # --sharding Row-Wise was refused ("must be one of ... row-wise") where --cache-policy LRU
+    # and --precision BF16 are read in any case
+    result = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, sharding="Row-Wise"
+    )
+    assert [c.name for c in result.plans] == ["row-wise"]
+    text = CliRunner().invoke(
+        app,
+        ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-80GB", "--sharding",
+         "COLUMN-WISE"],
+    )  # fmt: skip
+    assert text.exit_code == 0 and "> column-wise" in text.output
+
+
+def test_the_dense_rate_names_the_peak_it_took() -> None:
+    # T4 has no BF16 units: its FP16 peak is priced, and the note said "T4's BF16 peak"
+    t4 = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="T4", gpus=8)
+    assert (
+        "40% of T4's FP16 peak (no BF16 units) on the dense MLPs" in t4.assumptions["dense compute"]
+    )
+    a100 = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8)
+    assert "40% of A100-80GB's BF16 peak on the dense MLPs" in a100.assumptions["dense compute"]
+    gcn = gpucast.predict_gnn(model="gcn", gpu="V100-16GB", nodes=1000, edges=5000)
+    assert gcn.assumptions["compute"].startswith("40% of V100-16GB's FP16 peak (no BF16 units)")

@@ -166,6 +166,12 @@ def test_a_small_gat_step_is_paced_by_its_kernel_launches_as_gcn_is() -> None:
     assert full.step_time_s == pytest.approx(full.phases_s["launch_s"])
 
 
+def test_a_small_graphs_feature_store_is_not_zero_gb() -> None:
+    # Cora's 2,708 x 1,433 fp16 features are 7.76 MB: they read "0 GB of fp16 features"
+    g = gpucast.predict_gnn(model="gat", heads=8, **CORA)
+    assert g.assumptions["features"].startswith("0.00776 GB of fp16 features")
+
+
 @pytest.mark.parametrize(
     ("argv", "text"),
     [
@@ -825,3 +831,40 @@ def test_the_same_feature_rows_over_pcie_cost_gat_and_sage_the_same() -> None:
     )
     assert sage.feature_fetch_s == pytest.approx(gat.feature_fetch_s, rel=1e-3)
     assert "gathered over PCIe at 50% of its 32 GB/s" in sage.assumptions["features"]
+
+
+def test_a_graph_stats_column_the_model_does_not_read_is_a_warning(tmp_path: Path) -> None:
+    # a misspelt in_degree left the relation at its mean degree; only the sampling note hinted
+    path = tmp_path / "graph.csv"
+    path.write_text(
+        "kind,name,src,dst,count,feature_dim,in_degre\nnode,paper,,,100000,128,\n"
+        "relation,cites,paper,paper,1000000,,powerlaw:2.1\n"
+    )
+    args = {"model": "rgat", "gpu": "H100-SXM", "batch": 1024, "fanouts": (15, 10)}
+    result = gpucast.predict_gnn(graph_stats=path, target="paper", **args)
+    unread = [w for w in result.warnings if "in_degre " in w]
+    assert len(unread) == 1 and "not read" in unread[0] and "in_degree" in unread[0]
+    path.write_text(path.read_text().replace("in_degre", "in_degree"))
+    result = gpucast.predict_gnn(graph_stats=path, target="paper", **args)
+    assert not any("not read" in w for w in result.warnings)
+
+
+def test_a_mini_batch_beyond_hbm_is_refused_as_a_full_graph_is() -> None:
+    # hidden 10M: 104k hop-1 nodes x 10M values x 4 B x 2 is 8 TB; it was priced at 25.6 s
+    products = {"gpu": "A100-80GB", "nodes": 2449029, "edges": 123718280, "batch": 4096,
+                "fanouts": (25, 20)}  # fmt: skip
+    with pytest.raises(InvalidSpecError, match=r"^batch: a mini-batch of 4,096 seeds needs"):
+        gpucast.predict_gnn(model="sage", hidden=10_000_000, **products)
+    with pytest.raises(InvalidSpecError, match=r"^batch: a mini-batch of 4,096 seeds needs"):
+        gpucast.predict_gnn(model="gat", hidden=1_000_000, heads=4, **products)
+    fits = gpucast.predict_gnn(model="sage", **products)
+    assert "a batch's features, activations and edges take" in fits.assumptions["features"]
+    assert not any("mini-batch of" in w for w in fits.warnings)
+    # above HBM as estimated, within the mean degree's overstatement: priced, with a warning
+    near = gpucast.predict_gnn(model="sage", hidden=150_000, **products)
+    assert any("it may not fit" in w and "upper estimate" in w for w in near.warnings)
+    argv = ["predict", "gnn", "--model", "gcn", "--gpu", "A100-80GB", "--nodes", "2449029",
+            "--edges", "123718280", "--batch", "4096", "--fanouts", "25,20", "--hidden",
+            "10000000"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2 and "GiB" in result.output and "--batch" in result.output

@@ -402,3 +402,29 @@ def test_no_dense_part_and_no_replicated_table_reduces_nothing() -> None:
     assert cost.alltoall_s > 0  # the pooled rows still cross
     dp = [emb.Placement(table=t.name, sharding="data_parallel") for t in model.tables]
     assert emb.evaluate_plan("data-parallel", model, dp, hw).allreduce_s > 0  # the tables' grads
+
+
+def test_a_tiny_step_is_paced_by_its_kernel_launches() -> None:
+    # one 100k x 16 table on one GPU moved so little that the step read 0.19 us (5.3 G
+    # samples/s); a training step launches at least its lookup and its backward-update
+    from gpucast.predict.roofline import KERNEL_OVERHEAD_S
+
+    tiny = RecModel(
+        name="tiny",
+        tables=(EmbeddingTable(name="t", rows=100_000, dim=16, pooling=1.0),),
+        dense_params=0.0,
+        dense_train_flops_per_sample=0.0,
+        global_batch=1024,
+        source_url="test",
+    )
+    best, _ = emb.plan_embeddings(tiny, _hw(gpus=1))
+    assert best.work_s < KERNEL_OVERHEAD_S
+    assert best.step_time_s == pytest.approx(emb.LOOKUP_KERNELS * KERNEL_OVERHEAD_S)
+    assert best.to_dict()["launch_floor_s"] == pytest.approx(best.step_time_s)
+    assert emb.dense_priced_step_s(tiny, _hw(gpus=1)) >= best.step_time_s
+    # sharded over 4 GPUs: the all-to-alls and the all-reduce launch too
+    row = next(c for c in emb.plan_embeddings(tiny, _hw(gpus=4))[1] if c.name == "row-wise")
+    assert row.launch_s == pytest.approx((emb.LOOKUP_KERNELS + emb.DIST_KERNELS) * 10e-6)
+    # a step of real work is its phases, the floor far below
+    big, _ = emb.plan_embeddings(_model(), _hw())
+    assert big.step_time_s == big.work_s > 5 * big.launch_s

@@ -18,6 +18,7 @@ from gpucast.app._gnn_shared import (
     HBM_RESERVE_SHARE,
     NETWORK_GBPS_PER_GPU,
     _achieved_rates,
+    _check_batch_memory,
     _degrees,
     _gat_compute_note,
     _launch_note,
@@ -58,18 +59,20 @@ def _gat_graph(request: PredictGnnRequest) -> tuple[Any, Any, list[str], list[st
     if request.graph_stats is not None:
         from gpucast.inputs.graph import read_graph_stats
 
-        graph = read_graph_stats(request.graph_stats)
+        graph, unread = read_graph_stats(request.graph_stats)
         notes = [f"graph statistics from {request.graph_stats}"]
+        warnings = [unread] if unread else []
     else:
         from gpucast.catalog.gnn_graphs import graph_stats
 
         assert request.graph is not None
         graph = graph_stats(request.graph)
         notes = [f"graph {graph.name} from catalog/data/gnn_graphs.csv"]
+        warnings = []
     if request.reverse_relations:
         graph = graph.with_reverse()
         notes.append(f"{len(graph.relations)} relations sampled (reverse directions added)")
-    return graph, None, notes, []
+    return graph, None, notes, warnings
 
 
 def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
@@ -105,6 +108,11 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         return _full_graph_gat(request, graph, spec, gpu, notes, warnings, stray)
     feature_bytes = FEATURE_BYTES[request.feature_precision]
     cost = gat.gat_cost(graph, spec, feature_bytes_per_value=feature_bytes, degrees=degrees)
+    memory = _check_batch_memory(
+        cost.batch_bytes, gpu, batch=request.batch, nodes=cost.input_nodes,
+        at_mean=degrees is None and not gat.has_degree_laws(graph),
+    )  # fmt: skip
+    warnings += [memory] if memory else []
     total_features = graph.feature_bytes(feature_bytes)
     gpus_per_node = request.gpus_per_node or DEFAULT_GPUS_PER_NODE
     per_node = min(request.gpus, gpus_per_node)
@@ -209,7 +217,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),
             "attention": f"{_attention_note(request)}; sampling "
             f"{gat.SAMPLE_BYTES_PER_EDGE:.0f} HBM bytes per sampled edge (on the GPU)",
-            "features": f"{total_features / 1e9:,.0f} GB of {request.feature_precision} "
+            "features": f"{format_sig(total_features / 1e9)} GB of {request.feature_precision} "
             f"features ({request.feature_location}, {request.feature_sharding} sharding): a "
             "sampled row is in "
             f"{placement.describe()}; random rows at {GATHER_EFFICIENCY:.0%} of each link "

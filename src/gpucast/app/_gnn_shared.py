@@ -117,7 +117,42 @@ def _launch_note(kernels: float, kernel_overhead_s: float) -> str:
 def _gat_compute_note(gpu: Any) -> str:
     """The rates every GAT step rests on."""
     return (
-        f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak and "
+        f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.peak_text('bf16')} and "
         f"{GATHER_EFFICIENCY:.0%} of HBM; activations in 16 bits; x3 for forward + backward "
         "(x2 for the first layer: no gradient for the input features)"
     )
+
+
+#: How far the sampled nodes may overstate a batch: at the mean degree uniform draws came out
+#: up to 150% above a real sampler's distinct nodes (README, "Degree distributions"); from a
+#: degree law or histogram within 9% (the same table's worst rows).
+BATCH_OVERESTIMATE = {"mean": 2.5, "degrees": 1.1}
+
+
+def _check_batch_memory(
+    need_bytes: float, gpu: Any, *, batch: int, nodes: float, at_mean: bool
+) -> str:
+    """A mini-batch's HBM against one GPU's usable memory: an error (exit 2) where even the
+    sampled nodes' worst overstatement (:data:`BATCH_OVERESTIMATE`) leaves it too large; a
+    warning where it exceeds HBM as estimated but might fit; empty where it fits."""
+    from gpucast.domain.gpu_memory import usable_bytes, usable_text
+    from gpucast.domain.units import GIB
+
+    held = usable_bytes(gpu.memory_gib)
+    if need_bytes <= held:
+        return ""
+    what = (
+        f"a mini-batch of {batch:,} seeds needs {need_bytes / GIB:,.0f} GiB (its {nodes:,.0f} "
+        "sampled nodes' features, every layer's activations and gradients, the sampled "
+        f"edges), more than one {gpu.name}'s {usable_text(gpu.memory_gib)}"
+    )
+    fix = "use a smaller --batch, --fanouts or --hidden, or a GPU with more memory"
+    over = BATCH_OVERESTIMATE["mean" if at_mean else "degrees"]
+    if need_bytes > over * held:
+        raise InvalidSpecError("batch", what, fix=fix)
+    estimate = (
+        "the sampled nodes at the mean degree are an upper estimate (give --degrees)"
+        if at_mean
+        else "the sampled nodes follow the degrees given"
+    )
+    return f"{what}: it may not fit ({estimate}); the step is priced as if it did; {fix}"

@@ -28,6 +28,7 @@ from gpucast.app._gnn_shared import (
     GATHER_EFFICIENCY,
     _achieved_rates,
     _check_batch,
+    _check_batch_memory,
     _degrees,
     _launch_note,
     _sampling_note,
@@ -35,6 +36,7 @@ from gpucast.app._gnn_shared import (
     _stray_first,
 )
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import format_sig
 
 if TYPE_CHECKING:
     from gpucast.app.gnn import PredictGnnRequest
@@ -105,8 +107,15 @@ def predicted_gnn(request: PredictGnnRequest) -> PredictGnnResult:
         degrees = None
     hbm_bytes = usable_bytes(gpu.memory_gib)  # the one rule: what a job can fill
     graph_bytes = None  # full graph: its edges, features and activations, all in HBM
+    batch_bytes = None  # a mini-batch's sampled edges, features and activations in HBM
     if request.batch is not None:
         cost = gnn.sampled_cost(spec, nodes=nodes, edges=edges, degrees=degrees)
+        batch_bytes = gnn.sampled_bytes(spec, cost)
+        memory = _check_batch_memory(
+            batch_bytes, gpu, batch=request.batch, nodes=cost.nodes_per_hop[-1],
+            at_mean=degrees is None,
+        )  # fmt: skip
+        warnings += [memory] if memory else []
     else:
         cost = gnn.full_graph_cost(spec, nodes=nodes, edges=edges)
         graph_bytes = gnn.full_graph_bytes(spec, nodes=nodes, edges=edges)
@@ -140,12 +149,14 @@ def predicted_gnn(request: PredictGnnRequest) -> PredictGnnResult:
         tflops=tflops, memory_gbps=hbm, host_link_gbps=host, kernel_overhead_s=KERNEL_OVERHEAD_S
     )
     assumptions = {
-        "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the transforms",
+        "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.peak_text('bf16')} on the transforms",
         "gathers": f"{GATHER_EFFICIENCY:.0%} of HBM bandwidth; x3 for forward + backward",
         "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),
         "features": f"mini-batch features in host memory, gathered over PCIe at "
-        f"{GATHER_EFFICIENCY:.0%} of its {link:g} GB/s (random rows, as GAT and R-GAT fetch them)"
-        if graph_bytes is None
+        f"{GATHER_EFFICIENCY:.0%} of its {link:g} GB/s (random rows, as GAT and R-GAT fetch them);"
+        f" a batch's features, activations and edges take {format_sig(batch_bytes / GIB)} of "
+        f"{usable_text(gpu.memory_gib)}"
+        if batch_bytes is not None
         else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
         f"of {usable_text(gpu.memory_gib)})",
     }

@@ -110,6 +110,7 @@ class PlanEmbeddingsRequest:
         None,
         help=f"Evaluate only this plan: {', '.join(SHARDINGS)} (default: pick the fastest).",
         example="row-wise",
+        parse=lower_text,
     )
     cache_fraction: float | None = option(
         None,
@@ -344,7 +345,7 @@ def _hardware(
     pcie = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0
     dense = gpu.peak_tflops("bf16") * DENSE_EFFICIENCY
     notes["dense compute"] = (
-        f"{DENSE_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the dense MLPs ({dense:.0f} TFLOP/s)"
+        f"{DENSE_EFFICIENCY:.0%} of {gpu.peak_text('bf16')} on the dense MLPs ({dense:.0f} TFLOP/s)"
     )
     hw = ShardingHardware(
         gpus=gpus,
@@ -379,9 +380,10 @@ def plan_embeddings(
         table_hit_rates,
     )
     from gpucast.predict import embeddings as emb
+    from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
     request = resolve(PlanEmbeddingsRequest, request, options, config)
-    model = rec_model_input(request.model, request.tables, request.batch)
+    model, unread = rec_model_input(request.model, request.tables, request.batch)
     hw, gpu_name, price, notes = _hardware(request)
     uneven = _batch_split(model.global_batch, hw.gpus, given=request.batch is not None)
     window = _window(request.locality, "locality")
@@ -403,6 +405,11 @@ def plan_embeddings(
         "gather": f"{emb.GATHER_EFFICIENCY:.0%} of HBM bandwidth, {emb.TRAIN_TRAFFIC_FACTOR:g}x "
         "the gathered bytes per training step (read, gradient, row-wise Adagrad update)",
         "overlap": "phases added, none overlapped (a conservative step)",
+        "launches": f"at least {best.launch_s / KERNEL_OVERHEAD_S:.0f} kernel launches a "
+        f"training step for the pick at {KERNEL_OVERHEAD_S * 1e6:.0f} us each (the roofline's "
+        "per-kernel prior): per sharding kind the lookup and its fused backward-update, and "
+        "where sharded its 4 all-to-alls; the gradient all-reduce; the dense MLPs' kernels "
+        "not counted (a floor); the step is the slower of that and its phases",
         "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables, the dense part and the "
         "batch's buffers (indices and pooled rows sent and received; the dense MLPs' hidden "
         "activations not counted)",
@@ -416,7 +423,7 @@ def plan_embeddings(
             f"each node pulls its batch share's distinct rows from their owners and pushes "
             f"their gradients over its NIC; {distinct.source}"
         )
-    warnings = [uneven] if uneven else []
+    warnings = [w for w in (unread, uneven) if w]
     if fitted_window(request.data_dir, window.window, window.trace) is None:
         warnings += _uniform_cache(model, best)
     unpriced = _unpriced_dense(model)

@@ -14,6 +14,23 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.store.files import check_header
 
 
+def unread_columns(text: str, read: Sequence[str]) -> tuple[str, ...]:
+    """The header's columns not in ``read``: a user's file with a misspelt optional column
+    (``localty``, ``in_degre``) would otherwise leave its rows on the defaults unsaid."""
+    header = next(csv.reader(io.StringIO(text)), [])
+    return tuple(c.strip() for c in header if c.strip() and c.strip() not in read)
+
+
+def unread_columns_warning(path: object, unread: Sequence[str], read: Sequence[str]) -> str:
+    """One warning line naming ``unread`` columns and the ones read; empty where none."""
+    if not unread:
+        return ""
+    return (
+        f"{path}: column(s) {', '.join(unread)} not read (a misspelling?); the columns read are "
+        f"{', '.join(read)}"
+    )
+
+
 def bad_cell(path: str, problem: str, *, line: int, column: str, want: str) -> DataFormatError:
     """The one shape of a bad cell's error: where (file, line, column), what is wrong, and
     the fix, what to write there (``want``: "a number > 0 such as 2.5")."""

@@ -25,6 +25,9 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownMode
 TABLE_COLUMNS = ("table", "rows", "dim", "pooling")
 MODEL_COLUMNS = ("dense_params", "dense_train_flops_per_sample", "global_batch")
 CATALOG_COLUMNS = ("model", *TABLE_COLUMNS, *MODEL_COLUMNS, "source_url", "as_of")
+#: every column the loader reads; any other is reported (a misspelt ``locality`` or
+#: ``dense_params`` would otherwise leave its tables on the defaults without a word)
+READ_COLUMNS = (*CATALOG_COLUMNS, "locality")
 
 
 def parse_rec_models(

@@ -26,7 +26,7 @@ from gpucast.cli._common import (
     working,
 )
 from gpucast.domain.plan import TrainRequest
-from gpucast.domain.units import format_ratio
+from gpucast.domain.units import format_ms_sig, format_ratio, format_sig
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Plan training (and serving) clusters."
@@ -196,13 +196,14 @@ def embeddings(
     cost = result.usd_per_million_samples
     console.print(
         f"  {result.explanation()}; {result.samples_per_s:,.0f} samples/s"
-        + ("" if cost is None else f", ${cost:.4f} per million samples")
+        + ("" if cost is None else f", ${format_sig(cost, 2, max_decimals=8)} per million samples")
         + ("" if result.dense_priced else " (embeddings only: dense part not priced)"),
         highlight=False,
         markup=False,
     )
     console.print(
-        f"  priced as dense weights the step would take {result.dense_priced_step_s:.3g} s "
+        f"  priced as dense weights the step would take "
+        f"{format_ms_sig(result.dense_priced_step_s)} ms "
         f"({format_ratio(result.dense_priced_step_s / result.best.step_time_s)})",
         highlight=False,
         markup=False,

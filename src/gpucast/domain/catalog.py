@@ -284,6 +284,15 @@ class GpuSpec:
                 return attr.partition("_")[0]
         return "fp32"  # pragma: no cover - fp32 is always present
 
+    def peak_text(self, precision: str) -> str:
+        """``precision``'s peak as a note names it: ``"A100-80GB's BF16 peak"``, or, on a GPU
+        without units for it, the mode :meth:`peak_tflops` takes instead (``"T4's FP16 peak
+        (no BF16 units)"``: the note said BF16 where FP16's rate was priced)."""
+        used = self.priced_as(precision)
+        if used == precision:
+            return f"{self.name}'s {precision.upper()} peak"
+        return f"{self.name}'s {used.upper()} peak (no {precision.upper()} units)"
+
     def has_units(self, precision: str) -> bool:
         """Whether the GPU has units of its own for ``precision`` (a datasheet peak for it);
         one it lacks, :meth:`peak_tflops` prices at the mode it falls back to."""

@@ -43,11 +43,20 @@ class CachedCurve:
         }
 
 
-def rec_model_input(name: str | None, tables: Path | None, batch: int | None) -> RecModel:
-    """A shipped model by name, or the user's tables file (``--tables``)."""
+def rec_model_input(
+    name: str | None, tables: Path | None, batch: int | None
+) -> tuple[RecModel, str]:
+    """A shipped model by name, or the user's tables file (``--tables``), with a warning
+    naming the file's columns the planner does not read (empty where none)."""
     from dataclasses import replace
 
-    from gpucast.catalog.embeddings import TABLE_COLUMNS, parse_rec_models, rec_model
+    from gpucast.catalog._csv import unread_columns, unread_columns_warning
+    from gpucast.catalog.embeddings import (
+        READ_COLUMNS,
+        TABLE_COLUMNS,
+        parse_rec_models,
+        rec_model,
+    )
     from gpucast.store.files import read_input_text
 
     if (name is None) == (tables is None):
@@ -85,10 +94,11 @@ def rec_model_input(name: str | None, tables: Path | None, batch: int | None) ->
                 "is required with --tables (global samples per step)",
                 fix="e.g. --batch 65536",
             )
+        warning = unread_columns_warning(tables, unread_columns(text, READ_COLUMNS), READ_COLUMNS)
     else:
         assert name is not None
-        model = rec_model(name)
-    return model if batch is None else replace(model, global_batch=batch)
+        model, warning = rec_model(name), ""
+    return (model if batch is None else replace(model, global_batch=batch)), warning
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -248,12 +248,19 @@ def _repeated(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], n: int) ->
     return int(np.count_nonzero(keys[1:] == keys[:-1]))
 
 
-def read_graph_stats(path: Path | str) -> HeteroGraph:
+def read_graph_stats(path: Path | str) -> tuple[HeteroGraph, str]:
     """A user's heterogeneous graph statistics (``--graph-stats FILE``): one row per node type
     (``kind=node``, ``count`` nodes, ``feature_dim``) or relation (``kind=relation``, ``src``,
     ``dst``, ``count`` edges); a bad cell or a relation naming an unknown node type is one
-    :class:`DataFormatError` naming the file and line."""
-    from gpucast.catalog.gnn_graphs import GRAPH_COLUMNS, parse_graphs
+    :class:`DataFormatError` naming the file and line. With it, a warning naming the columns
+    the file has and the model does not read (empty where none)."""
+    from gpucast.catalog._csv import unread_columns, unread_columns_warning
+    from gpucast.catalog.gnn_graphs import (
+        CATALOG_COLUMNS,
+        DEGREE_COLUMNS,
+        GRAPH_COLUMNS,
+        parse_graphs,
+    )
     from gpucast.store.files import read_input_text
 
     text = read_input_text(
@@ -264,7 +271,9 @@ def read_graph_stats(path: Path | str) -> HeteroGraph:
         raise DataFormatError(
             str(path), f"expected one graph, found {len(graphs)}", fix="drop the graph column"
         )
-    return next(iter(graphs.values()))
+    read = (*CATALOG_COLUMNS, *DEGREE_COLUMNS)
+    warning = unread_columns_warning(path, unread_columns(text, read), read)
+    return next(iter(graphs.values())), warning
 
 
 def powerlaw_alpha(text: str) -> float | None:

@@ -83,6 +83,7 @@ from gpucast.domain.limits import format_bytes
 from gpucast.domain.serving import LatencyCurve
 from gpucast.domain.units import GIB, count_of
 from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
+from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
 #: Share of the HBM bandwidth a random row gather achieves (FBGEMM table-batched embedding).
 GATHER_EFFICIENCY = 0.5
@@ -106,6 +107,13 @@ GRID_SPLITS = 32
 INDEX_BYTES = 8
 #: An SSD reads whole pages: a row costs ``ceil(row bytes / page)`` random reads.
 SSD_PAGE_BYTES = 4096
+#: Kernels one sharding kind launches a training step: the pooled lookup (FBGEMM's
+#: table-batched embedding forward, one kernel for all of the kind's tables) and its backward
+#: fused with the optimizer update.
+LOOKUP_KERNELS = 2
+#: A kind sharded over several GPUs also redistributes: the indices' lengths and values
+#: (two all-to-alls) and the pooled rows forward, their gradients back.
+DIST_KERNELS = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,9 +211,17 @@ class PlanCost:
     #: of ``hbm_bytes_per_gpu``, the batch's buffers (indices and pooled rows sent and
     #: received, module docstring): the part that grows with the batch
     batch_bytes_per_gpu: tuple[float, ...] = ()
+    #: the host's kernel launches (:func:`step_kernels` at the roofline's per-kernel prior):
+    #: the step takes at least this long however little its phases move
+    launch_s: float = 0.0
 
     @property
     def step_time_s(self) -> float:
+        return max(self.work_s, self.launch_s)
+
+    @property
+    def work_s(self) -> float:
+        """The phases, added (none overlapped)."""
         return (
             self.gather_s
             + self.uvm_s
@@ -231,6 +247,7 @@ class PlanCost:
                 "all_reduce": self.allreduce_s,
                 "dense_compute": self.dense_s,
             },
+            "launch_floor_s": self.launch_s,
             "max_hbm_bytes_per_gpu": max(self.hbm_bytes_per_gpu),
             "max_batch_bytes_per_gpu": max(self.batch_bytes_per_gpu, default=0.0),
             "host_bytes_per_node": self.host_bytes_per_node,
@@ -384,6 +401,20 @@ def _allreduce_s(n_bytes: float, hw: ShardingHardware) -> float:
     )
 
 
+def step_kernels(kinds: Sequence[str], gpus: int, *, dense: bool) -> int:
+    """Kernel launches of one training step, at least: per sharding kind
+    :data:`LOOKUP_KERNELS`, and where it is sharded over several GPUs :data:`DIST_KERNELS`;
+    one gradient all-reduce for the dense part and any data-parallel table. The dense MLPs'
+    own kernels are not counted (the model gives them by parameters and FLOPs, not layers):
+    a floor."""
+    n = 0
+    for kind in set(kinds):
+        n += LOOKUP_KERNELS + (DIST_KERNELS if gpus > 1 and kind != "data_parallel" else 0)
+    if gpus > 1 and (dense or "data_parallel" in kinds):
+        n += 1
+    return n
+
+
 def evaluate_plan(
     name: str,
     model: RecModel,
@@ -493,7 +524,7 @@ def evaluate_plan(
         uvm_s=float(uvm.max() / (hw.host_link_gbps * 1e9)),
         alltoall_s=2.0 * _a2a_s(float(send.max()), hw),
         allreduce_s=_allreduce_s(allreduce_bytes, hw),
-        dense_s=local_b * model.dense_train_flops_per_sample / (hw.dense_tflops * 1e12),
+        dense_s=_dense_s(model, hw),
         feasible=not reason,
         reason=reason,
         hit_rate=hit,
@@ -502,6 +533,7 @@ def evaluate_plan(
         ssd_bytes_per_node=ssd_per_node,
         tier_shares=mean_shares,
         batch_bytes_per_gpu=tuple(float(v) for v in batch_bytes),
+        launch_s=KERNEL_OVERHEAD_S * step_kernels(list(counts), p, dense=model.dense_params > 0),
     )
 
 
@@ -591,7 +623,7 @@ def evaluate_parameter_server(
         uvm_s=2.0 * working_bytes / g / (hw.host_link_gbps * 1e9),
         alltoall_s=2.0 * _a2a_s(send, node_hw) if g > 1 else 0.0,
         allreduce_s=_allreduce_s(model.dense_params * 4.0, hw),
-        dense_s=local_b * model.dense_train_flops_per_sample / (hw.dense_tflops * 1e12),
+        dense_s=_dense_s(model, hw),
         feasible=not reason,
         reason=reason,
         hit_rate=None,
@@ -601,6 +633,8 @@ def evaluate_parameter_server(
         ssd_bytes_per_node=ssd_per_node,
         tier_shares=share,
         batch_bytes_per_gpu=(batch_bytes,) * p,
+        launch_s=KERNEL_OVERHEAD_S
+        * step_kernels(["parameter_server"], p, dense=model.dense_params > 0),
     )
 
 
@@ -773,9 +807,23 @@ def _not_offered(
 
 def dense_priced_step_s(model: RecModel, hw: ShardingHardware) -> float:
     """The step if the embeddings were priced as dense weights, as a roofline over parameters
-    does: every GPU reads and updates every table each step and all-reduces its gradient."""
+    does: every GPU reads and updates every table each step and all-reduces its gradient,
+    besides the dense MLPs every plan runs (left out, a model whose step is mostly its MLPs
+    read faster priced dense than sharded: Wide & Deep on 8 x A100 0.34x)."""
     read_s = TRAIN_TRAFFIC_FACTOR * model.embedding_bytes / (hw.hbm_gbps * 1e9)
-    return read_s + _allreduce_s(float(model.embedding_bytes + model.dense_params * 4), hw)
+    work_s = (
+        read_s
+        + _allreduce_s(float(model.embedding_bytes + model.dense_params * 4), hw)
+        + _dense_s(model, hw)
+    )
+    kernels = step_kernels(["data_parallel"], hw.gpus, dense=model.dense_params > 0)
+    return max(work_s, kernels * KERNEL_OVERHEAD_S)
+
+
+def _dense_s(model: RecModel, hw: ShardingHardware) -> float:
+    """The dense MLPs' forward and backward on one GPU's share of the global batch."""
+    local_b = float(model.global_batch) / hw.gpus
+    return local_b * model.dense_train_flops_per_sample / (hw.dense_tflops * 1e12)
 
 
 def plan_embeddings(

@@ -290,6 +290,9 @@ class GatCost:
     #: kernel launches of the step and of its forward pass alone (:func:`step_kernels`)
     kernels: float = 0.0
     forward_kernels: float = 0.0
+    #: HBM one mini-batch takes: its input features, sampled edges and every layer's
+    #: activations with their gradients (:func:`gat_cost`)
+    batch_bytes: float = 0.0
 
     @property
     def transform_flops(self) -> float:
@@ -449,20 +452,39 @@ def gat_cost(
     )
     kernels, forward_kernels = step_kernels(graph, spec, shared=shared, sampled=True)
     sampled = float(edges.sum())
+    features = float((nodes[-1] * graph.feature_dims()).sum() * feature_bytes_per_value)
     return GatCost(
         gemm_flops=tuple(flops),
         gemm_bytes=tuple(moved),
         edge_bytes=edge_bytes,
         dense_aggregation_flops=dense,
         sampling_bytes=sampled * SAMPLE_BYTES_PER_EDGE,
-        feature_bytes=float((nodes[-1] * graph.feature_dims()).sum() * feature_bytes_per_value),
+        feature_bytes=features,
         sampled_edges=sampled,
         nodes_per_hop=tuple(float(v) for v in nodes.sum(axis=1)),
         input_nodes=float(nodes[-1].sum()),
         forward_share=tuple(share),
         kernels=kernels,
         forward_kernels=forward_kernels,
+        batch_bytes=features + _batch_activation_bytes(graph, spec, nodes, edges),
     )
+
+
+def _batch_activation_bytes(
+    graph: HeteroGraph, spec: GatSpec, nodes: FloatArray, edges: FloatArray
+) -> float:
+    """A mini-batch's sampled edges (two 4-byte ids each) and every layer's activations with
+    their gradients (``x2``), as :func:`full_graph_gat_bytes` counts the full graph: per
+    relation the transformed sources and destinations and the attention logits and
+    coefficients (``2 E x heads``), per node type the layer's output."""
+    src = np.array([graph.index(r.src) for r in graph.relations])
+    dst = np.array([graph.index(r.dst) for r in graph.relations])
+    values = 0.0
+    for hop in range(spec.layers, 0, -1):  # the first layer consumes the outermost hop
+        rows = nodes[hop][src] + nodes[hop - 1][dst]
+        values += float((rows * spec.hidden + 2.0 * edges[hop - 1] * spec.heads).sum())
+        values += float(nodes[hop - 1].sum()) * spec.hidden
+    return 8.0 * float(edges.sum()) + 2.0 * values * spec.activation_bytes
 
 
 def _same_type(graph: HeteroGraph) -> npt.NDArray[np.bool_]:

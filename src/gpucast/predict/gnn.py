@@ -226,6 +226,18 @@ def full_graph_bytes(spec: GnnSpec, *, nodes: int, edges: int) -> float:
     return 8.0 * edges + 2.0 * nodes * widths * spec.bytes_per_value
 
 
+def sampled_bytes(spec: GnnSpec, cost: GnnCost) -> float:
+    """Memory of one mini-batch on the GPU, counted as :func:`full_graph_bytes` counts the full
+    graph: its sampled edges (two 4-byte ids each), each layer's input on its source nodes and
+    the last layer's output on the seeds, with their gradients; ``cost`` is the batch's
+    :func:`sampled_cost` (its ``nodes_per_hop``, seeds first)."""
+    hops = cost.nodes_per_hop
+    last = spec.layers - 1
+    inputs = sum(hops[last + 1 - i] * d_in for i, (d_in, _) in enumerate(spec.dims()))
+    values = inputs + hops[0] * spec.classes
+    return 8.0 * cost.edges + 2.0 * values * spec.bytes_per_value
+
+
 def sampled_nodes(nodes: int, batch: int, fanouts: Sequence[float]) -> list[float]:
     """Expected distinct nodes up to each hop, seeds first: after ``D`` draws (the seeds, then
     ``n_{l-1} f_l`` neighbours at hop ``l``) over ``N`` nodes, ``N (1 - exp(-D / N))`` are
