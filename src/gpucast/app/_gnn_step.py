@@ -157,7 +157,7 @@ def predicted_gnn(request: PredictGnnRequest) -> PredictGnnResult:
         f" a batch's features, activations and edges take {format_sig(batch_bytes / GIB)} of "
         f"{usable_text(gpu.memory_gib)}"
         if batch_bytes is not None
-        else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
+        else f"full graph: edges, features and activations in HBM ({(graph_bytes or 0) / GIB:,.3g} "
         f"of {usable_text(gpu.memory_gib)})",
     }
     validated = (
