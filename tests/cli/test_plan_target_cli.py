@@ -112,6 +112,11 @@ def test_zeus_target_uses_the_published_seeds(shared_data: Path) -> None:
             ["--epochs", "90", "--reference-batch", "2000000", "--dataset-size", "1000"],
             "reference-batch: 90,000 samples to target is less than one step",
         ),
+        # QA 41 QT: the flag's spelling, as every other field ("reference_batch" before)
+        (["--epochs", "90", "--reference-batch", "0"], "reference-batch: must be an integer"),
+        # QA 41 QT: "(the batch after @ ... is it)" followed --epochs too, about another flag
+        (["--target", "90epochs@256", "--epochs", "9"], "not both; drop --epochs\n"),
+        (["--target", "mlperf:resnet", "--dataset-size", "9"], "dataset-size: mlperf:resnet"),
     ],
 )
 def test_bad_targets_are_one_line_and_exit_2(args: list[str], needle: str) -> None:

@@ -342,7 +342,11 @@ class TrainRequest:
                         "give the work as --target or as --epochs/--steps at --reference-batch, "
                         "not both",
                         fix=f"drop --{work_flag}"
-                        + ("" if spec.table else f" (the batch after @ in {spec.text} is it)"),
+                        + (
+                            f" (the batch after @ in {spec.text} is it)"
+                            if work_flag == "reference-batch" and not spec.table
+                            else ""
+                        ),
                     )
         _finite_positive("epochs", self.epochs, fix="e.g. --epochs 90")
         if self.move_region is not None and not self.move_region.strip():
@@ -354,7 +358,7 @@ class TrainRequest:
         )
         _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")
-        _positive_int("reference_batch", self.reference_batch, fix="e.g. --reference-batch 256")
+        _positive_int("reference-batch", self.reference_batch, fix="e.g. --reference-batch 256")
         if self.epochs is not None and self.dataset_size is not None:
             samples = self.epochs * self.dataset_size
             if not samples <= MAX_SAMPLES:
@@ -384,7 +388,11 @@ class TrainRequest:
         _positive_int("batch-size", self.batch_size, fix="e.g. --batch-size 64")
         _positive_int("global-batch", self.global_batch, fix="e.g. --global-batch 1024")
         if not self.batch_sizes:
-            raise InvalidSpecError("batch_sizes", "must list at least one batch size")
+            raise InvalidSpecError(
+                "batch-sizes",
+                "must list at least one batch size",
+                fix="e.g. --batch-sizes 32,64,128",
+            )
         for b in self.batch_sizes:
             _positive_int("batch-sizes", b, fix="e.g. --batch-sizes 32,64,128")
         if self.objective not in OBJECTIVES:
