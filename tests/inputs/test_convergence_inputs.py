@@ -176,7 +176,8 @@ def test_a_table_names_its_epoch_size_and_refuses_another_for_its_samples() -> N
     with pytest.raises(InvalidSpecError, match=r"^dataset-size: mlperf:resnet counts samples"):
         _curve("mlperf:resnet", dataset_size=1000)
     _, epoch, (note,) = _curve("mlperf:bert", dataset_size=1000)  # no epoch of its own
-    assert epoch == 1000 and "epochs shown of 1,000 samples (--dataset-size); the work" in note.value
+    assert epoch == 1000
+    assert "epochs shown of 1,000 samples (--dataset-size); the work" in note.value
 
 
 def test_zeus_epochs_taken_at_a_given_size_say_so(shared_data: Path) -> None:
