@@ -291,6 +291,9 @@ def test_simulate_train_says_when_evaluations_are_outside_the_timed_run() -> Non
         (["--steps", "10", "--critical-batch", "100"], "critical-batch: only applies"),
         (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),
         (["--target", "1e6samples@128", "--critical-batch", "0"], "critical-batch"),
+        # QA 41 QT: as plan train (exit 2; no fix named before)
+        (["--target", "mlperf:resnet", "--dataset-size", "9"], "dataset-size: mlperf:resnet"),
+        (["--target", "9epochs@128", "--dataset-size", "0"], "(got 0); e.g. --dataset-size"),
     ],
 )
 def test_simulate_target_bad_input(args: list[str], needle: str) -> None:
