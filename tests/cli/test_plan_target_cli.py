@@ -112,6 +112,11 @@ def test_zeus_target_uses_the_published_seeds(shared_data: Path) -> None:
             ["--epochs", "90", "--reference-batch", "2000000", "--dataset-size", "1000"],
             "reference-batch: 90,000 samples to target is less than one step",
         ),
+        # QA 41 QT: the flag's spelling, as every other field ("reference_batch" before)
+        (["--epochs", "90", "--reference-batch", "0"], "reference-batch: must be an integer"),
+        # QA 41 QT: "(the batch after @ ... is it)" followed --epochs too, about another flag
+        (["--target", "90epochs@256", "--epochs", "9"], "not both; drop --epochs\n"),
+        (["--target", "mlperf:resnet", "--dataset-size", "9"], "dataset-size: mlperf:resnet"),
     ],
 )
 def test_bad_targets_are_one_line_and_exit_2(args: list[str], needle: str) -> None:
@@ -286,6 +291,9 @@ def test_simulate_train_says_when_evaluations_are_outside_the_timed_run() -> Non
         (["--steps", "10", "--critical-batch", "100"], "critical-batch: only applies"),
         (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),
         (["--target", "1e6samples@128", "--critical-batch", "0"], "critical-batch"),
+        # QA 41 QT: as plan train (exit 2; no fix named before)
+        (["--target", "mlperf:resnet", "--dataset-size", "9"], "dataset-size: mlperf:resnet"),
+        (["--target", "9epochs@128", "--dataset-size", "0"], "(got 0); e.g. --dataset-size"),
     ],
 )
 def test_simulate_target_bad_input(args: list[str], needle: str) -> None:

@@ -38,6 +38,11 @@ def test_target_forms(text: str, kind: str, name: str, amount: float | None, bat
         ("90 steps@256", "N epochs|samples @ B"),
         ("0epochs@256", "> 0"),
         ("90epochs@0", ">= 1"),
+        # QA 41 QT: these read "is not a table or N epochs|samples @ B", not the constraint
+        ("-5epochs@256", "the amount must be a finite number > 0"),
+        ("nanepochs@256", "the amount must be a finite number > 0"),
+        ("infsamples@256", "the amount must be a finite number > 0"),
+        ("90epochs@-1", "the batch after @ must be an integer >= 1"),
     ],
 )
 def test_bad_targets_name_the_field_and_a_fix(text: str, needle: str) -> None:

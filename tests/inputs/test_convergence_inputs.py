@@ -166,3 +166,22 @@ def test_a_critical_batch_below_one_sample_is_kept_printed_and_said() -> None:
     for bad in (0.0, -5.0, float("nan"), float("inf"), 1e-320):
         with pytest.raises(InvalidSpecError, match=r"^critical-batch: must be a finite number >="):
             check_critical_batch(bad)
+
+
+def test_a_table_names_its_epoch_size_and_refuses_another_for_its_samples() -> None:
+    """QA 41 QT: --dataset-size beside mlperf:resnet relabelled its samples as 44,819 epochs
+    and changed nothing else; the epoch size a table's epochs are counted in was never said."""
+    _, _, (note,) = _curve("mlperf:resnet")
+    assert "an epoch: 1,281,167 samples" in note.value
+    with pytest.raises(InvalidSpecError, match=r"^dataset-size: mlperf:resnet counts samples"):
+        _curve("mlperf:resnet", dataset_size=1000)
+    _, epoch, (note,) = _curve("mlperf:bert", dataset_size=1000)  # no epoch of its own
+    assert epoch == 1000
+    assert "epochs shown of 1,000 samples (--dataset-size); the work" in note.value
+
+
+def test_zeus_epochs_taken_at_a_given_size_say_so(shared_data: Path) -> None:
+    _, _, (note,) = _curve("zeus:imagenet", data_dir=shared_data)
+    assert "an epoch: 1,281,167 samples" in note.value
+    _, _, (note,) = _curve("zeus:imagenet", data_dir=shared_data, dataset_size=1000)
+    assert "its epochs taken as epochs of 1,000 samples (--dataset-size)" in note.value

@@ -7,8 +7,7 @@ from dataclasses import replace
 import pytest
 from plan_factories import context, request
 
-from gpucast.domain.plan import TrainPlan
-from gpucast.plan.goodput import GOODPUT_BATCHES
+from gpucast.domain.plan import GOODPUT_BATCHES, TrainPlan
 from gpucast.plan.train import plan_training
 from gpucast.predict.convergence import ConvergenceCurve
 
@@ -92,6 +91,9 @@ def test_fastest_searches_the_wide_batch_grid_and_cheapest_says_what_it_searched
     cheapest = plan_training(request(objective="cheapest", allow_spot=False), _ctx(2000.0))
     assert {o.per_worker_batch for o in cheapest.batch_choice} <= {32, 64, 128, 256}
     assert "per-worker batches 32-256 searched" in cheapest.batch_why
+    # QA 41 QT: the default grid given explicitly was widened (compared by value) to 8-1,024
+    assert {o.per_worker_batch for o in narrow.batch_choice} <= {32, 64, 128, 256}
+    assert "per-worker batches 32-256 searched" in narrow.batch_why
 
 
 def test_an_efficiency_above_one_says_what_it_is_relative_to() -> None:

@@ -62,6 +62,10 @@ def test_the_verdict_follows_the_range() -> None:
     text = learners_why((opt(80.0, 90.0, "4 model replicas need 9.0 GiB"),), 100.0, 64.0)
     assert text == "Crossbow does not fit: 4 model replicas need 9.0 GiB"
     assert "x0.80..x0.90" in learners_why((opt(80.0, 90.0),), 100.0, 64.0)
+    # as the printed ratios read (QA 41 QT: x0.95..x1.00, 1e-7 under the plan, "worth trying")
+    text = learners_why((opt(95.0, 100.0 - 1e-5),), 100.0, 64.0)
+    assert "x0.95..x1.00" in text and "faster only if SMA keeps" in text
+    assert "no faster either way" in learners_why((opt(100.0 - 1e-5, 100.0),), 100.0, 64.0)
 
 
 def test_ps_plans_are_not_priced() -> None:

@@ -53,3 +53,17 @@ def test_default_work_says_what_the_rescaling_costs_at_the_chosen_batch() -> Non
     change = (1 + gb / crit) / (1 + ref / crit) - 1
     assert f"at the recommended global batch {gb:,}" in note.value
     assert f"{change:+.1%} over 2.0 at {ref:,}" in note.value
+
+
+def test_steps_are_said_as_steps_at_the_chosen_batch() -> None:
+    """--steps count steps of the reference batch: a plan at another global batch runs
+    another number of steps, and says so in steps, not only in samples (QA 41 QT, issue #22)."""
+    req = request(allow_spot=False, epochs=None, dataset_size=None, steps=1000, global_batch=128)
+    plan = plan_training(req, context())
+    best = plan.best
+    assert best is not None and best.global_batch == 128
+    assert plan.reference_batch == 256
+    note = plan.assumption("statistical efficiency")
+    assert note is not None
+    assert f": {best.steps:,} steps of 128 samples, for --steps 1,000 of 256" in note.value
+    assert best.steps > 1000  # 1,000 steps of 256 are more than 1,000 of 128

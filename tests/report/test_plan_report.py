@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,17 @@ def test_a_spot_mean_above_its_interval_is_explained_under_the_table(plan: Train
     skewed = replace(plan, candidates=(*plan.candidates[:k], tail, *plan.candidates[k + 1 :]))
     assert mean_above_band(tail)
     assert f"spot row #{k}: the time is the mean of the Monte Carlo runs" in text(skewed)
+
+
+@pytest.mark.parametrize(
+    ("work", "row"),
+    [
+        ({"target": "90epochs@256"}, "<td>--target 90epochs@256: samples to target at each"),
+        ({"steps": 1000, "dataset_size": None}, "<td>1,000 steps of the reference batch 256</td>"),
+    ],
+)
+def test_the_work_row_says_the_work_as_given(plan: TrainPlan, work: dict, row: str) -> None:  # type: ignore[type-arg]
+    # QA 41 QT: a --target plan's report read "None steps at batch 256"
+    req = replace(plan.request, epochs=None, **work)
+    html = plan_html(replace(plan, request=req, reference_batch=256))
+    assert row in html and "None" not in html

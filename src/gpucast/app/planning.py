@@ -561,8 +561,14 @@ def _with_work_defaults(request: TrainRequest) -> tuple[TrainRequest, tuple[Assu
             Assumption(
                 name="reference batch",
                 value=f"{request.reference_batch or fam.reference_batch}: the batch the "
-                "epochs were tuned for; other global batches need the samples the statistical "
-                "efficiency below gives",
+                + (
+                    f"--steps {request.steps:,} are steps of ({request.steps:,} x "
+                    f"{request.reference_batch or fam.reference_batch:,} samples)"
+                    if request.steps is not None
+                    else "epochs were tuned for"
+                )
+                + "; other global batches need the samples the statistical efficiency below "
+                "gives",
                 source="given"
                 if request.reference_batch
                 else f"{fam.family} family ({fam.source})",

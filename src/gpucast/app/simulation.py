@@ -356,7 +356,10 @@ class SimulateTrainRequest:
         if self.target is not None:
             parse_target(self.target)
         if self.dataset_size is not None and self.dataset_size < 1:
-            raise InvalidSpecError("dataset-size", "must be >= 1", got=self.dataset_size)
+            raise InvalidSpecError(
+                "dataset-size", "must be >= 1", got=self.dataset_size,
+                fix="e.g. --dataset-size 1281167 (samples per epoch)",
+            )  # fmt: skip
         if self.workers is not None and self.workers < 1:
             raise InvalidSpecError(
                 "workers", "must be >= 1", got=self.workers, fix="e.g. --workers 4"

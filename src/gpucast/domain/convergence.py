@@ -355,8 +355,9 @@ TARGET_HELP = (
 )
 _TARGET_FIX = "e.g. --target mlperf:resnet, zeus:imagenet, 90epochs@256 or 1.2e8samples@1024"
 _AMOUNT = re.compile(
-    r"^\s*(?P<amount>[0-9][0-9_]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*"
-    r"(?P<unit>epochs?|ep|samples?)\s*@\s*(?P<batch>[0-9][0-9_]*)\s*$",
+    # signs, nan and inf match, so the number's own check names what is wrong (QA 41 QT)
+    r"^\s*(?P<amount>[+-]?(?:[0-9][0-9_]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?|nan|inf))\s*"
+    r"(?P<unit>epochs?|ep|samples?)\s*@\s*(?P<batch>[+-]?[0-9][0-9_]*)\s*$",
     re.IGNORECASE,
 )
 

@@ -180,7 +180,26 @@ def _table_curve(
                 optimizer=runs.optimizer,
             ),
         )  # fmt: skip
+    if dataset_size is not None and runs.unit == "samples" and runs.epoch_samples is not None:
+        # the table counts samples of its own dataset: a size would only relabel its epochs
+        raise InvalidSpecError(
+            "dataset-size",
+            f"{runs.name} counts samples of its own data set ({runs.epoch_samples:,.0f} an "
+            "epoch); another epoch size would change only the epochs printed",
+            got=dataset_size,
+            fix="drop --dataset-size, or give the work as --target Nepochs@B",
+        )
     epoch = runs.epoch_samples if dataset_size is None else float(dataset_size)
+    if epoch is None:
+        epoch_text = ""
+    elif dataset_size is None:
+        epoch_text = f"; an epoch: {epoch:,.0f} samples (the data set the seeds trained on)"
+    elif runs.unit == "epochs":
+        epoch_text = f"; its epochs taken as epochs of {epoch:,.0f} samples (--dataset-size)"
+    else:
+        epoch_text = (
+            f"; epochs shown of {epoch:,.0f} samples (--dataset-size); the work is its samples"
+        )
     if runs.unit == "epochs":
         if epoch is None:
             raise InvalidSpecError(
@@ -197,7 +216,7 @@ def _table_curve(
         f"{knots}, fitted with the gradient-noise-scale law E(B) = E_min (1 + B/B_noise) "
         f"(B_noise {curve.noise_batch:,.0f}), through the measured means; per-run "
         f"{CONFIDENCE:.0%} interval from the seeds' spread and the leave-one-batch-out error "
-        f"({model.curve.sigma_model:.1%} in log); data: {runs.note}",
+        f"({model.curve.sigma_model:.1%} in log); data: {runs.note}{epoch_text}",
         source=runs.source,
         override="--target, --critical-batch",
     )

@@ -7,14 +7,13 @@ processes for a large space (:func:`_scan_part`). Split from :mod:`gpucast.plan.
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.evaluation import EvaluationCost
-from gpucast.domain.options import is_default
 from gpucast.domain.plan import MAX_SAMPLES, TrainRequest
 from gpucast.plan._train_context import (
     _REASON_NAMES,
@@ -39,7 +38,6 @@ from gpucast.plan._train_offers import _cluster_table, _offers, with_cluster, wi
 from gpucast.plan._train_pruning import _Pruning, _worth_keeping
 from gpucast.plan.efficiency import workload_family
 from gpucast.plan.evaluate import EvalMemo, Evaluation, Work, evaluate
-from gpucast.plan.goodput import GOODPUT_BATCHES, WIDE_BATCH_OBJECTIVES
 from gpucast.plan.inputs import GpuTable, WorkloadFacts, build_gpu_table
 from gpucast.plan.space import (
     CHUNK_ROWS,
@@ -131,8 +129,6 @@ def search(
         ctx = with_cluster(ctx)
         offers = _cluster_table(ctx)
         space_request = within_cluster(request, cluster)
-    if request.objective in WIDE_BATCH_OBJECTIVES and is_default(request, "batch_sizes"):
-        space_request = replace(space_request, batch_sizes=GOODPUT_BATCHES)
     specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
     gpus = build_gpu_table(
         ctx.facts,

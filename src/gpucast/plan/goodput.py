@@ -9,10 +9,10 @@ communication per sample) and lowers efficiency past the critical batch, and the
 batch on given hardware is where their product peaks.
 
 ``plan train --objective goodput`` picks the plan with the highest goodput (ties: faster, then
-cheaper) and searches per-worker batches over :data:`GOODPUT_BATCHES` unless ``--batch-sizes``
-is given (as ``--objective fastest`` does). Every plan reports, for its recommended hardware,
-the goodput of each global batch evaluated there (:func:`batch_choice`) and why the chosen one
-(:func:`batch_why`), naming the per-worker batches searched.
+cheaper) and searches per-worker batches over :data:`gpucast.domain.plan.GOODPUT_BATCHES`
+unless ``--batch-sizes`` is given (as ``--objective fastest`` does). Every plan reports, for
+its recommended hardware, the goodput of each global batch evaluated there (:func:`batch_choice`)
+and why the chosen one (:func:`batch_why`), naming the per-worker batches searched.
 
 Pure: arrays in, values out.
 """
@@ -32,13 +32,11 @@ if TYPE_CHECKING:
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-#: Per-worker batches searched with ``--objective goodput`` or ``fastest`` (unless
-#: --batch-sizes is given): the fastest plan is often a batch above the default grid's 256.
-GOODPUT_BATCHES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024)
-#: The objectives that search :data:`GOODPUT_BATCHES`; ``cheapest`` (and the energy and carbon
-#: objectives) keep the default grid -- twice the rows would slow every plan -- and each plan
-#: says which per-worker batches it searched.
-WIDE_BATCH_OBJECTIVES = ("goodput", "fastest")
+# Per-worker batches searched with ``--objective goodput`` or ``fastest`` (unless
+# --batch-sizes is given): the fastest plan is often a batch above the default grid's 256;
+# ``cheapest`` (and the energy and carbon objectives) keep the narrow grid -- twice the rows
+# would slow every plan -- and each plan says which per-worker batches it searched. The rule
+# is the request's (:attr:`gpucast.domain.plan.TrainRequest.searched_batch_sizes`).
 
 
 def efficiency_and_goodput(res: SearchResult, rows: IntArray) -> tuple[FloatArray, FloatArray]:

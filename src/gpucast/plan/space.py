@@ -247,7 +247,7 @@ def space_size(request: TrainRequest, offers: OfferTable) -> int:
     if request.batch_size is not None or request.global_batch is not None:
         batches = 1
     else:
-        batches = len(set(request.batch_sizes))
+        batches = len(set(request.searched_batch_sizes))
     markets = 2 if request.allow_spot else 1
     rows = int(np.sum(kmax, dtype=np.float64)) * markets * variants * batches
     if request.allow_mixed:
@@ -299,7 +299,7 @@ def _batches(request: TrainRequest) -> list[int]:
         return [request.batch_size]
     if request.global_batch is not None:
         return [0]
-    return sorted(set(request.batch_sizes))
+    return sorted(set(request.searched_batch_sizes))
 
 
 def space_chunks(

@@ -290,6 +290,12 @@ def plan_training(
         chosen_batch = float(ev.global_batch[rows[order[pick]]])
         curve = res.work.curve_or_rule()
         note = at_batch_note(curve, chosen_batch, res.work.dataset_size)
+        if request.steps is not None:  # --steps count the reference batch's (issue #22)
+            steps = math.ceil(float(curve.samples([chosen_batch])[0]) / chosen_batch)
+            note += (
+                f": {steps:,} steps of {chosen_batch:,.0f} samples, for --steps "
+                f"{request.steps:,} of {res.work.reference_batch:,.0f}"
+            )
         if curve.lr is not None and curve.lr.rule != curve.lr.baseline:
             note += "; " + curve.lr.text(chosen_batch, curve.noise_batch)
         assumptions = [

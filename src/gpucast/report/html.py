@@ -19,7 +19,7 @@ from typing import Any
 
 from gpucast._version import __version__
 from gpucast.domain.convergence import noise_batch_text
-from gpucast.domain.plan import PlanCandidate, TrainPlan
+from gpucast.domain.plan import PlanCandidate, TrainPlan, TrainRequest
 from gpucast.domain.units import (
     count_of,
     format_amount,
@@ -281,6 +281,20 @@ def _precisions(plan: TrainPlan) -> str:
     return f"auto: {', '.join(used)}" if used else "auto"
 
 
+def _work_text(req: TrainRequest, reference_batch: int) -> str:
+    """The work as the request gave it (QA 41 QT: a --target read "None steps at batch 256")."""
+    if req.target is not None:
+        return (
+            f"--target {req.target}: samples to target at each global batch as the "
+            "statistical efficiency assumption gives"
+        )
+    if req.steps is not None:
+        return f"{req.steps:,} steps of the reference batch {reference_batch:,}"
+    if req.epochs is not None and req.dataset_size is not None:
+        return f"{req.epochs:g} epochs x {req.dataset_size:,} samples at batch {reference_batch:,}"
+    return "the statistical efficiency assumption's"
+
+
 def plan_html(plan: TrainPlan) -> str:
     """The whole plan report as one HTML document (a string)."""
     req = plan.request
@@ -289,11 +303,7 @@ def plan_html(plan: TrainPlan) -> str:
     body = [f"<h1>{_h(title)}</h1>"]
     request_rows: dict[str, object] = {
         "workload": f"{req.workload} ({plan.workload_family}, {_precisions(plan)})",
-        "work": (
-            f"{req.epochs:g} epochs x {req.dataset_size:,} samples at batch {plan.reference_batch}"
-            if req.epochs is not None and req.dataset_size is not None
-            else f"{req.steps} steps at batch {plan.reference_batch}"
-        ),
+        "work": _work_text(req, plan.reference_batch),
         "deadline": _hours(req.deadline_s) or "none",
         "budget": _money(req.budget_usd) or "none",
         "objective": req.objective,
