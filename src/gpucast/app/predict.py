@@ -123,7 +123,7 @@ class PredictTrainRequest:
     )
     batch_size: int | None = option(
         None,
-        help="Samples per step per GPU (required, but with --workload run:ID: the run's batch).",
+        help="Samples per step per GPU (required, except that --workload run:ID takes the run's).",
         example="64",
     )
     gpu: str | None = option(
