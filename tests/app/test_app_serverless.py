@@ -689,3 +689,16 @@ def test_simulate_and_plan_serverless_take_instance_and_ebs_gbps() -> None:
             with pytest.raises(InvalidSpecError) as err:
                 verb(**{**kw, **bad})
             assert err.value.field == field_name, err.value
+
+
+def test_a_small_model_s_weight_load_is_not_printed_as_no_time() -> None:
+    """QA 41 QF F4: mlp's 7.5 MB at local NVMe's 7 GB/s (about 1 ms) read ``weights 0.00 s``;
+    its model line keeps three significant digits, as ``format_seconds`` writes a time."""
+    from gpucast.domain.units import format_seconds
+
+    d = gpucast.simulate_serverless(synthetic=2, minutes=60, models=["mlp"], gpu="T4").to_dict()
+    (model,) = d["models"]
+    weights_s = model["cold_start"]["weight_load_s"]
+    assert 0 < weights_s < 5e-3
+    assert f"(weights {format_seconds(weights_s)} bound by local-nvme)" in model["source"]
+    assert "0.00 s" not in model["source"]

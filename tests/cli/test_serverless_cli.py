@@ -411,7 +411,10 @@ def test_simulate_serverless_names_its_bill() -> None:
     argv = ["simulate", "serverless", "--synthetic", "30", "--minutes", "240", "--models", "mlp"]
     text = runner.invoke(app, argv)
     assert text.exit_code == 0, text.output
-    assert "(instance billing; execution alone" in text.stdout
+    # execution_gpu_hours is execution + cold starts (ServerlessResult.billed_s): the line says
+    # so; "execution alone" is the pool's execution without cold starts (QA 41 QF F3)
+    assert "(instance billing; execution and cold starts" in text.stdout
+    assert "execution alone" not in text.stdout
     assert "assumption billing: instance:" in text.stdout
     d = json.loads(runner.invoke(app, [*argv, "--billing", "execution", "--json"]).stdout)
     assert d["billing"] == "execution"

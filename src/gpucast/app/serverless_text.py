@@ -144,7 +144,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         return [*lines, f"  no invocations in the trace: nothing to simulate{hint}"]
     lat = d["latency_s"]
     other = (
-        f"execution alone {format_amount(d['execution_gpu_hours'])}"
+        f"execution and cold starts {format_amount(d['execution_gpu_hours'])}"
         if d["billing"] == "instance"
         else f"loaded instances {format_amount(d['instance_gpu_hours'])}"
     )

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.units import count_of, format_duration, format_ms, format_span
+from gpucast.domain.units import count_of, format_duration, format_ms, format_seconds, format_span
 from gpucast.inputs.instance_ebs import EBS_LINK, instance_links
 
 if TYPE_CHECKING:
@@ -541,7 +541,7 @@ def gpu_function(
             for key in _ASSUMED_BY_PHASE.get(phase, ()):
                 assumed.pop(key, None)
     detail = (
-        f"weights {cold.weight_load_s:.2f} s bound by {cold.bound_by}"
+        f"weights {format_seconds(cold.weight_load_s)} bound by {cold.bound_by}"
         if measured is None
         else cold_start_text(cold, measured.run_id, given)
     )
