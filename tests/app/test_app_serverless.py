@@ -702,3 +702,15 @@ def test_a_small_model_s_weight_load_is_not_printed_as_no_time() -> None:
     assert 0 < weights_s < 5e-3
     assert f"(weights {format_seconds(weights_s)} bound by local-nvme)" in model["source"]
     assert "0.00 s" not in model["source"]
+
+
+def test_the_keep_alive_validation_names_the_deployment_s_precision(tmp_path: Path) -> None:
+    """QA 41 QF F6: a language model runs fp16 (vLLM); the keep-alive ``validated:`` regime
+    read fp32 beside the cold start's fp16. Both name the precision the models run at."""
+    llm = gpucast.simulate_serverless(
+        trace=_llm_trace(tmp_path), models=["llama-2-7b"], gpu="A100"
+    ).to_dict()
+    assert llm["validation"]["regime"].startswith("A100-40GB, fp16")
+    assert llm["cold_start_validation"]["regime"].startswith("A100-40GB, fp16")
+    dnn = gpucast.simulate_serverless(synthetic=2, minutes=60, models=["mlp"], gpu="T4")
+    assert dnn.to_dict()["validation"]["regime"].startswith("T4, fp32")

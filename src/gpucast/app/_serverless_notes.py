@@ -122,13 +122,18 @@ def _coldstart_validation(load: _Load) -> Validation | None:
     where every model's cold start was measured (``--coldstart-run``: QA 39 S, the line then
     described a prediction nobody made; :func:`_coldstart_measured` says what was measured)."""
     from gpucast.catalog.validation import validation_for
-    from gpucast.inputs.llm_serving import is_llm_model
 
     if all(f.coldstart_source is not None for f in load.functions):
         return None
-    llm = is_llm_model(load.functions[0].model)
     gpus = max(f.gpus for f in load.functions)
-    return validation_for("coldstart", [load.gpu.name], "fp16" if llm else "fp32", gpus)
+    return validation_for("coldstart", [load.gpu.name], _precision(load), gpus)
+
+
+def _precision(load: _Load) -> str:
+    """The precision ``load``'s models run at: a language model fp16 (vLLM's), a DNN fp32."""
+    from gpucast.inputs.llm_serving import is_llm_model
+
+    return "fp16" if is_llm_model(load.functions[0].model) else "fp32"
 
 
 def _coldstart_measured(load: _Load) -> dict[str, str]:
@@ -138,11 +143,13 @@ def _coldstart_measured(load: _Load) -> dict[str, str]:
 
 
 def _keepalive_validation(load: _Load) -> Validation:
-    """The keep-alive simulator's validated error on ``load``'s GPU (the serverless-keepalive
-    row of validation.csv): ``simulate serverless`` and ``plan serverless`` name the same."""
+    """The keep-alive simulator's validated error on ``load``'s GPU at its models' precision
+    (the serverless-keepalive row of validation.csv, any precision: the regime named as the
+    cold start's, not fp32 for an fp16 language model, QA 41 QF F6): ``simulate serverless``
+    and ``plan serverless`` name the same."""
     from gpucast.catalog.validation import validation_for
 
-    return validation_for("serverless-keepalive", [load.gpu.name], "fp32")
+    return validation_for("serverless-keepalive", [load.gpu.name], _precision(load))
 
 
 def _slo_standing(text: str, result: ServerlessResult, load: _Load) -> dict[str, Any]:
