@@ -17,6 +17,7 @@ from gpucast.domain.units import (
     format_ms_against,
     format_pct_against,
     format_slo_latency,
+    percent_text,
 )
 
 
@@ -151,7 +152,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
     own = d["warm_idle_app_memory_mb_hours"]
     lines += [
         f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
-        f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
+        f"({percent_text(d['cold_start_rate'])}; 75th percentile of {d['unit']}s "
         f"{d['unit_cold_start_pct_p75']:.1f}%)",
         *rejected_lines(d),
         f"  latency p50 {latency_text(lat['p50'])}, p99 {latency_text(lat['p99'])}",

@@ -64,6 +64,7 @@ from gpucast.domain.units import (
     format_ms_against,
     format_pct_against,
     format_slo_latency,
+    percent_text,
 )
 from gpucast.simulate.serverless import (
     BILLINGS,
@@ -366,7 +367,7 @@ def plan_serverless(
                 meets_slo=meets,
                 function_share_meeting_slo=met,
                 function_share_p99_over_slo=over,
-                detail=f"{policy.describe()}; {r.cold_start_rate:.3%} of invocations cold; "
+                detail=f"{policy.describe()}; {percent_text(r.cold_start_rate)} of invocations cold; "
                 f"billed per GPU-second ({billing})",
             )
         )
