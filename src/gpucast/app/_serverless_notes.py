@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpucast.app._serverless_load import _hours, _Load
 from gpucast.app._serverless_options import DEFAULT_GPU, ServerlessLoad
+from gpucast.domain.options import default_mark
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -56,7 +57,8 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
     from gpucast.app._serverless_unit import app_memory_assumption, unit_assumption
 
     out = {
-        "assignment": f"function i serves model i mod {len(request.models)} of --models",
+        "assignment": f"function i serves model i mod {len(request.models)} of --models "
+        f"{','.join(request.models)}{default_mark(request, 'models')}",
         "one instance": f"one instance per {load.unit}; the first invocation of a cold minute "
         "pays the cold start, the others of that minute find it loaded",
         "execution": execution,

@@ -247,7 +247,8 @@ def kaas_lines(d: dict[str, Any]) -> list[str]:
     otherwise), latency, calls/s offered and served, utilisation; then per function. An
     overloaded row's percentiles are marked ``*`` (a warning says why)."""
     lines = [
-        f"{', '.join(d['models'])} on {d['gpu']}{default_text(d, '--gpu')}",
+        f"{', '.join(d['models'])}{default_text(d, '--models')} on {d['gpu']}"
+        f"{default_text(d, '--gpu')}",
         f"  arrivals {d['arrival_process']}",
     ]
     lines.append(
