@@ -367,8 +367,8 @@ def plan_serverless(
                 meets_slo=meets,
                 function_share_meeting_slo=met,
                 function_share_p99_over_slo=over,
-                detail=f"{policy.describe()}; {percent_text(r.cold_start_rate)} of invocations cold; "
-                f"billed per GPU-second ({billing})",
+                detail=f"{policy.describe()}; {percent_text(r.cold_start_rate)} of invocations "
+                f"cold; billed per GPU-second ({billing})",
             )
         )
 
