@@ -314,3 +314,7 @@ def test_the_cold_start_rate_reads_as_a_percentage(tmp_path: Path) -> None:
     assert "cold starts 7 (25.0%; 75th percentile of apps" in "\n".join(simulate_lines(d))
     rare = simulate_lines({**d, "cold_starts": 1, "cold_start_rate": 2.7e-5})
     assert "cold starts 1 (0.0027%;" in "\n".join(rare)
+    # F9: the pool's swap rate alike (2 swaps of 101 M calls read 0.000%)
+    pooled = gpucast.simulate_serverless(trace=app_trace(tmp_path), pool_gpus=1, **KW).to_dict()
+    pool = {**pooled["pool"], "swaps": 2, "swap_rate": 2e-8}
+    assert "2 swaps (0.000002%," in "\n".join(simulate_lines({**pooled, "pool": pool}))

@@ -176,7 +176,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         lines.append(
             f"  pool of {count_of(pool['gpus'], 'GPU')} (Torpor-style swapping): "
             f"{pool['swaps']:,} swaps "
-            f"({pool['swap_rate']:.3%}, {pool['swap_time_s']:,.1f} s), {pool['cold_starts']:,} "
+            f"({percent_text(pool['swap_rate'])}, {pool['swap_time_s']:,.1f} s), {pool['cold_starts']:,} "
             f"cold starts ({pool['cold_start_time_s']:,.1f} s), {p99}, "
             f"{format_amount(pool['gpu_hours'])} GPU-hours "
             f"(US$ {pool['cost_usd']:,.2f}; "
