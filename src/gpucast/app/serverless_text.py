@@ -176,7 +176,8 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         lines.append(
             f"  pool of {count_of(pool['gpus'], 'GPU')} (Torpor-style swapping): "
             f"{pool['swaps']:,} swaps ({percent_text(pool['swap_rate'])}, "
-            f"{pool['swap_time_s']:,.1f} s), {pool['cold_starts']:,} cold starts ({pool['cold_start_time_s']:,.1f} s), {p99}, "
+            f"{pool['swap_time_s']:,.1f} s), {pool['cold_starts']:,} cold starts "
+            f"({pool['cold_start_time_s']:,.1f} s), {p99}, "
             f"{format_amount(pool['gpu_hours'])} GPU-hours "
             f"(US$ {pool['cost_usd']:,.2f}; "
             f"execution alone {format_amount(pool['busy_gpu_hours'])})"
