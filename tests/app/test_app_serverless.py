@@ -432,6 +432,20 @@ def test_an_arrival_csv_has_no_tokens_for_a_language_model(tmp_path: Path) -> No
         gpucast.simulate_serverless(trace=path, models=["llama-2-7b"])
 
 
+def test_a_token_csv_of_one_s_own_is_not_called_the_azure_trace(tmp_path: Path) -> None:
+    """QA 41 QF F11: an arrival_s CSV with prompt_tokens,output_tokens replays as a language
+    model's requests, and its provenance names that file's format, not the Azure LLM trace."""
+    path = tmp_path / "mine.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,100,10\n61,200,20\n")
+    d = gpucast.simulate_serverless(trace=path, models=["llama-2-7b"], gpu="A100").to_dict()
+    assert d["invocations"] == 2
+    assert "Azure" not in d["arrival_process"] and "Azure" not in d["sources"]["trace"]
+    assert d["arrival_process"].startswith("replayed: mine.csv's arrival_s timestamps")
+    assert d["sources"]["trace"].startswith("arrival_s CSV with token columns (mine 2 requests")
+    azure = gpucast.simulate_serverless(trace=_llm_trace(tmp_path), models=["llama-2-7b"])
+    assert azure.to_dict()["sources"]["trace"].startswith("Azure LLM inference trace (")
+
+
 def test_the_published_azure_llm_trace(shared_data: Path) -> None:
     folder = shared_data / "azure_llm_2023"
     if not (folder / "AzureLLMInferenceTrace_conv.csv").is_file():
