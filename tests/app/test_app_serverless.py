@@ -728,3 +728,11 @@ def test_the_keep_alive_validation_names_the_deployment_s_precision(tmp_path: Pa
     assert llm["cold_start_validation"]["regime"].startswith("A100-40GB, fp16")
     dnn = gpucast.simulate_serverless(synthetic=2, minutes=60, models=["mlp"], gpu="T4")
     assert dnn.to_dict()["validation"]["regime"].startswith("T4, fp32")
+
+
+def test_a_trace_path_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    """QA 41 QF: ``--trace /nonexistent`` read ``not a folder; give the folder holding the Azure
+    Functions 2019 trace files``, though a file (an LLM trace, an arrival_s CSV) is read too."""
+    with pytest.raises(InvalidInputError, match="no such file or folder") as info:
+        gpucast.simulate_serverless(trace=tmp_path / "nope.csv", models=["mlp"])
+    assert "an arrival_s CSV" in str(info.value) and "not a folder" not in str(info.value)

@@ -190,6 +190,12 @@ def trace_from_path(path: Path, day: int = 1) -> ServerlessTrace:
     from gpucast.store.datasets.azure_functions import INVOCATIONS_FILE
 
     path = Path(path)
+    if not path.exists():  # not "not a folder": a file is read too (QA 41 QF)
+        raise InvalidInputError(
+            f"--trace {path}: no such file or folder",
+            fix="check the path: --trace takes a folder of the Azure Functions 2019 trace, an "
+            "Azure LLM trace file or folder, or an arrival_s CSV",
+        )
     if path.is_file():
         _not_an_azure_functions_file(path)
         return llm_trace([path])
