@@ -67,6 +67,10 @@ def test_predict_and_measure_coldstart() -> None:
     m = runner.invoke(app, ["measure", "coldstart", "mlp", "--steady-runs", "2", "--no-save"])
     assert m.exit_code == 0, m.output
     assert "weights read" in m.stdout and "first inference" in m.stdout
+    # QA 41 QF: on the CPU there is no copy to a device, said as the CUDA context is (not 0.000 s)
+    if " on cpu:" in m.stdout:
+        assert "  to device         - (on the CPU: no copy)" in m.stdout
+        assert "to device         0.000 s" not in m.stdout
 
 
 def test_predict_coldstart_of_a_model_one_gpu_cannot_hold_is_one_line() -> None:
