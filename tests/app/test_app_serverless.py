@@ -432,6 +432,20 @@ def test_an_arrival_csv_has_no_tokens_for_a_language_model(tmp_path: Path) -> No
         gpucast.simulate_serverless(trace=path, models=["llama-2-7b"])
 
 
+def test_a_token_csv_of_one_s_own_is_not_called_the_azure_trace(tmp_path: Path) -> None:
+    """QA 41 QF F11: an arrival_s CSV with prompt_tokens,output_tokens replays as a language
+    model's requests, and its provenance names that file's format, not the Azure LLM trace."""
+    path = tmp_path / "mine.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,100,10\n61,200,20\n")
+    d = gpucast.simulate_serverless(trace=path, models=["llama-2-7b"], gpu="A100").to_dict()
+    assert d["invocations"] == 2
+    assert "Azure" not in d["arrival_process"] and "Azure" not in d["sources"]["trace"]
+    assert d["arrival_process"].startswith("replayed: mine.csv's arrival_s timestamps")
+    assert d["sources"]["trace"].startswith("arrival_s CSV with token columns (mine 2 requests")
+    azure = gpucast.simulate_serverless(trace=_llm_trace(tmp_path), models=["llama-2-7b"])
+    assert azure.to_dict()["sources"]["trace"].startswith("Azure LLM inference trace (")
+
+
 def test_the_published_azure_llm_trace(shared_data: Path) -> None:
     folder = shared_data / "azure_llm_2023"
     if not (folder / "AzureLLMInferenceTrace_conv.csv").is_file():
@@ -689,3 +703,36 @@ def test_simulate_and_plan_serverless_take_instance_and_ebs_gbps() -> None:
             with pytest.raises(InvalidSpecError) as err:
                 verb(**{**kw, **bad})
             assert err.value.field == field_name, err.value
+
+
+def test_a_small_model_s_weight_load_is_not_printed_as_no_time() -> None:
+    """QA 41 QF F4: mlp's 7.5 MB at local NVMe's 7 GB/s (about 1 ms) read ``weights 0.00 s``;
+    its model line keeps three significant digits, as ``format_seconds`` writes a time."""
+    from gpucast.domain.units import format_seconds
+
+    d = gpucast.simulate_serverless(synthetic=2, minutes=60, models=["mlp"], gpu="T4").to_dict()
+    (model,) = d["models"]
+    weights_s = model["cold_start"]["weight_load_s"]
+    assert 0 < weights_s < 5e-3
+    assert f"(weights {format_seconds(weights_s)} bound by local-nvme)" in model["source"]
+    assert "0.00 s" not in model["source"]
+
+
+def test_the_keep_alive_validation_names_the_deployment_s_precision(tmp_path: Path) -> None:
+    """QA 41 QF F6: a language model runs fp16 (vLLM); the keep-alive ``validated:`` regime
+    read fp32 beside the cold start's fp16. Both name the precision the models run at."""
+    llm = gpucast.simulate_serverless(
+        trace=_llm_trace(tmp_path), models=["llama-2-7b"], gpu="A100"
+    ).to_dict()
+    assert llm["validation"]["regime"].startswith("A100-40GB, fp16")
+    assert llm["cold_start_validation"]["regime"].startswith("A100-40GB, fp16")
+    dnn = gpucast.simulate_serverless(synthetic=2, minutes=60, models=["mlp"], gpu="T4")
+    assert dnn.to_dict()["validation"]["regime"].startswith("T4, fp32")
+
+
+def test_a_trace_path_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    """QA 41 QF: ``--trace /nonexistent`` read ``not a folder; give the folder holding the Azure
+    Functions 2019 trace files``, though a file (an LLM trace, an arrival_s CSV) is read too."""
+    with pytest.raises(InvalidInputError, match="no such file or folder") as info:
+        gpucast.simulate_serverless(trace=tmp_path / "nope.csv", models=["mlp"])
+    assert "an arrival_s CSV" in str(info.value) and "not a folder" not in str(info.value)

@@ -302,3 +302,19 @@ def test_one_app_of_one_function_reads_in_the_singular(tmp_path: Path) -> None:
     line = apps_line(gpucast.simulate_serverless(trace=trace, **KW).to_dict())
     assert line is not None and line.startswith("  apps 1 of 1 function (1.00 per app")
     assert "(app_memory_percentiles.anon.d01.csv, 1 app) AverageAllocatedMb" in line
+
+
+def test_the_cold_start_rate_reads_as_a_percentage(tmp_path: Path) -> None:
+    """QA 41 QF F7: 7 of 28 cold read ``25.000%``; the rate keeps one decimal, and two
+    significant digits where that decimal would round a rate to nothing (``0.0027%``)."""
+    from gpucast.app.serverless_text import simulate_lines
+
+    d = gpucast.simulate_serverless(trace=app_trace(tmp_path), **KW).to_dict()
+    assert (d["cold_starts"], d["invocations"]) == (7, 28)
+    assert "cold starts 7 (25.0%; 75th percentile of apps" in "\n".join(simulate_lines(d))
+    rare = simulate_lines({**d, "cold_starts": 1, "cold_start_rate": 2.7e-5})
+    assert "cold starts 1 (0.0027%;" in "\n".join(rare)
+    # F9: the pool's swap rate alike (2 swaps of 101 M calls read 0.000%)
+    pooled = gpucast.simulate_serverless(trace=app_trace(tmp_path), pool_gpus=1, **KW).to_dict()
+    pool = {**pooled["pool"], "swaps": 2, "swap_rate": 2e-8}
+    assert "2 swaps (0.000002%," in "\n".join(simulate_lines({**pooled, "pool": pool}))

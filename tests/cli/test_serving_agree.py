@@ -152,6 +152,23 @@ def test_defaults_that_set_a_result_are_marked() -> None:
     assert "1 x T4 (--pool-gpus default)" in text
 
 
+def test_the_models_default_is_marked() -> None:
+    """QA 41 QF F8: without --models the serverless verbs serve resnet50 and kaas resnet50 and
+    bert-base, which set every figure; the result says the models were the default."""
+    simulate = ["simulate", "serverless", "--synthetic", "5", "--minutes", "60", "--gpu", "T4"]
+    d = _json(simulate)
+    assert d["defaults"] == ["--models"]
+    assert d["assumptions"]["assignment"].endswith("of --models resnet50 (--models default)")
+    given = _json([*simulate, "--models", "mlp"])
+    assert given["defaults"] == [] and "default" not in given["assumptions"]["assignment"]
+    plan = ["plan", "serverless", "--synthetic", "5", "--minutes", "60", "--gpu", "T4"]
+    assert _json(plan)["defaults"] == ["--models", "--slo"]
+    kaas = ["simulate", "kaas", "--duration-s", "1", "--gpu", "T4", "--rate", "5"]
+    assert _json(kaas)["defaults"] == ["--models", "--pool-gpus"]
+    head = runner.invoke(app, kaas).stdout.splitlines()[0]
+    assert head == "resnet50, bert-base (--models default) on T4"
+
+
 def test_the_cold_start_percentile_key_names_its_unit() -> None:
     """QA #37: the percentile is over functions here (the text says so), not apps."""
     d = _json(["simulate", "serverless", "--synthetic", "5", "--minutes", "60", "--models", "mlp"])

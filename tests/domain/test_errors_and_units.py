@@ -326,6 +326,8 @@ def test_a_small_target_is_not_printed_as_nothing() -> None:
 
     assert percent_text(0.0001) == "0.01%" and percent_text(0.02) == "2.0%"
     assert percent_text(0.02, 2) == "2.00%" and percent_text(0.0) == "0.0%"
+    # QA 41 QF F9: a share below 1e-6 (2 swaps in 101 M calls) in fixed point, never 2e-06%
+    assert percent_text(2e-8) == "0.000002%" and percent_text(2.7e-5) == "0.0027%"
     m = Measurement(
         spec=WorkloadSpec(name="mlp", batch_size=4), mode="train",
         step_times_s=(0.01, 0.0102, 0.0098), samples_per_step=4, stop_reason="time_budget",

@@ -296,6 +296,9 @@ def test_a_budget_marks_dearer_candidates_and_picks_within_it() -> None:
     with pytest.raises(NoFeasiblePlanError, match=r"raise --budget-usd to >= ") as info:
         _plan(_sparse(), slo_s=0.5, budget_usd=meeting[0] / 2)
     assert free.choice.name in str(info.value) and "\n" not in str(info.value)
+    # QA 41 QF F10: a budget under a cent is said as given, not rounded to US$ 0.00
+    with pytest.raises(NoFeasiblePlanError, match=r"costs at most US\$ 0\.0001 over") as info:
+        _plan(_sparse(), slo_s=0.5, budget_usd=0.0001)
 
 
 def test_a_budget_does_not_hide_an_slo_no_candidate_meets() -> None:

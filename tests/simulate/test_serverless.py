@@ -211,6 +211,17 @@ def test_a_fixed_policy_with_an_unknown_unit_names_the_unit(text: str, example: 
 
 
 @pytest.mark.parametrize(
+    ("text", "example"), [("fixed:1h30m", "fixed:90m"), ("fixed:1m30s", "fixed:90s")]
+)
+def test_a_compound_keep_alive_names_its_single_unit_form(text: str, example: str) -> None:
+    """QA 41 QF: fixed:1h30m said its unit must be s, m, h or d and suggested fixed:1m."""
+    with pytest.raises(InvalidSpecError, match=r"one number and one unit") as caught:
+        parse_policy(text)
+    assert str(caught.value).endswith(f"e.g. --policy {example}")
+    assert parse_policy(example).keep_alive_s == {"fixed:90m": 5400.0, "fixed:90s": 90.0}[example]
+
+
+@pytest.mark.parametrize(
     ("text", "example"), [("fixed:1e3s", "fixed:1000s"), ("fixed:1.5e1m", "fixed:15m")]
 )
 def test_a_fixed_policy_with_an_exponent_names_the_number(text: str, example: str) -> None:

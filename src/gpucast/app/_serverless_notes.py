@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpucast.app._serverless_load import _hours, _Load
 from gpucast.app._serverless_options import DEFAULT_GPU, ServerlessLoad
+from gpucast.domain.options import default_mark
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -56,7 +57,8 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
     from gpucast.app._serverless_unit import app_memory_assumption, unit_assumption
 
     out = {
-        "assignment": f"function i serves model i mod {len(request.models)} of --models",
+        "assignment": f"function i serves model i mod {len(request.models)} of --models "
+        f"{','.join(request.models)}{default_mark(request, 'models')}",
         "one instance": f"one instance per {load.unit}; the first invocation of a cold minute "
         "pays the cold start, the others of that minute find it loaded",
         "execution": execution,
@@ -122,13 +124,18 @@ def _coldstart_validation(load: _Load) -> Validation | None:
     where every model's cold start was measured (``--coldstart-run``: QA 39 S, the line then
     described a prediction nobody made; :func:`_coldstart_measured` says what was measured)."""
     from gpucast.catalog.validation import validation_for
-    from gpucast.inputs.llm_serving import is_llm_model
 
     if all(f.coldstart_source is not None for f in load.functions):
         return None
-    llm = is_llm_model(load.functions[0].model)
     gpus = max(f.gpus for f in load.functions)
-    return validation_for("coldstart", [load.gpu.name], "fp16" if llm else "fp32", gpus)
+    return validation_for("coldstart", [load.gpu.name], _precision(load), gpus)
+
+
+def _precision(load: _Load) -> str:
+    """The precision ``load``'s models run at: a language model fp16 (vLLM's), a DNN fp32."""
+    from gpucast.inputs.llm_serving import is_llm_model
+
+    return "fp16" if is_llm_model(load.functions[0].model) else "fp32"
 
 
 def _coldstart_measured(load: _Load) -> dict[str, str]:
@@ -138,11 +145,13 @@ def _coldstart_measured(load: _Load) -> dict[str, str]:
 
 
 def _keepalive_validation(load: _Load) -> Validation:
-    """The keep-alive simulator's validated error on ``load``'s GPU (the serverless-keepalive
-    row of validation.csv): ``simulate serverless`` and ``plan serverless`` name the same."""
+    """The keep-alive simulator's validated error on ``load``'s GPU at its models' precision
+    (the serverless-keepalive row of validation.csv, any precision: the regime named as the
+    cold start's, not fp32 for an fp16 language model, QA 41 QF F6): ``simulate serverless``
+    and ``plan serverless`` name the same."""
     from gpucast.catalog.validation import validation_for
 
-    return validation_for("serverless-keepalive", [load.gpu.name], "fp32")
+    return validation_for("serverless-keepalive", [load.gpu.name], _precision(load))
 
 
 def _slo_standing(text: str, result: ServerlessResult, load: _Load) -> dict[str, Any]:

@@ -362,6 +362,7 @@ def simulate_kaas(
         arrival_process=process,
         warnings=(*warnings, *_overload_warning(results)),
         defaults=defaults_used(
-            request, ("gpu", "pool_gpus", *(() if request.is_trace else ("rate", "duration_s")))
+            request,
+            ("models", "gpu", "pool_gpus", *(() if request.is_trace else ("rate", "duration_s"))),
         ),
     )

@@ -217,7 +217,7 @@ def simulate_serverless(
         unit=load.unit,
         apps=load.apps,
         host_memory_mb=load.host_memory_mb,
-        defaults=defaults_used(request, ("gpu",)),
+        defaults=defaults_used(request, ("gpu", "models")),
         slo=None if request.slo is None else _slo_standing(request.slo, result, load),
         validation=_keepalive_validation(load),
         cold_start_validation=_coldstart_validation(load),
@@ -428,5 +428,5 @@ def plan_serverless(
         arrival_process=load.trace.arrival_process,
         warnings=load.warnings + always_on_warnings,
         models=load.functions,
-        defaults=defaults_used(request, ("gpu", "slo")),
+        defaults=defaults_used(request, ("gpu", "models", "slo")),
     )

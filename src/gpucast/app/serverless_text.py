@@ -17,6 +17,7 @@ from gpucast.domain.units import (
     format_ms_against,
     format_pct_against,
     format_slo_latency,
+    percent_text,
 )
 
 
@@ -144,14 +145,14 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         return [*lines, f"  no invocations in the trace: nothing to simulate{hint}"]
     lat = d["latency_s"]
     other = (
-        f"execution alone {format_amount(d['execution_gpu_hours'])}"
+        f"execution and cold starts {format_amount(d['execution_gpu_hours'])}"
         if d["billing"] == "instance"
         else f"loaded instances {format_amount(d['instance_gpu_hours'])}"
     )
     own = d["warm_idle_app_memory_mb_hours"]
     lines += [
         f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
-        f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
+        f"({percent_text(d['cold_start_rate'])}; 75th percentile of {d['unit']}s "
         f"{d['unit_cold_start_pct_p75']:.1f}%)",
         *rejected_lines(d),
         f"  latency p50 {latency_text(lat['p50'])}, p99 {latency_text(lat['p99'])}",
@@ -174,9 +175,9 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         )
         lines.append(
             f"  pool of {count_of(pool['gpus'], 'GPU')} (Torpor-style swapping): "
-            f"{pool['swaps']:,} swaps "
-            f"({pool['swap_rate']:.3%}, {pool['swap_time_s']:,.1f} s), {pool['cold_starts']:,} "
-            f"cold starts ({pool['cold_start_time_s']:,.1f} s), {p99}, "
+            f"{pool['swaps']:,} swaps ({percent_text(pool['swap_rate'])}, "
+            f"{pool['swap_time_s']:,.1f} s), {pool['cold_starts']:,} cold starts "
+            f"({pool['cold_start_time_s']:,.1f} s), {p99}, "
             f"{format_amount(pool['gpu_hours'])} GPU-hours "
             f"(US$ {pool['cost_usd']:,.2f}; "
             f"execution alone {format_amount(pool['busy_gpu_hours'])})"
@@ -246,7 +247,8 @@ def kaas_lines(d: dict[str, Any]) -> list[str]:
     otherwise), latency, calls/s offered and served, utilisation; then per function. An
     overloaded row's percentiles are marked ``*`` (a warning says why)."""
     lines = [
-        f"{', '.join(d['models'])} on {d['gpu']}{default_text(d, '--gpu')}",
+        f"{', '.join(d['models'])}{default_text(d, '--models')} on {d['gpu']}"
+        f"{default_text(d, '--gpu')}",
         f"  arrivals {d['arrival_process']}",
     ]
     lines.append(

@@ -197,7 +197,9 @@ def measure_command(
         f"({d['weight_bytes'] / max(d['weight_read_s'], 1e-12) / 1e9:.2f} GB/s"
         f"{', page cache dropped' if d['cache_dropped'] else ', page cache NOT dropped'})"
     )
-    _say(f"  to device         {d['to_device_s']:.3f} s")
+    copy = d["to_device_s"]
+    on_cpu = str(d["device"]).startswith("cpu")
+    _say(f"  to device         {'- (on the CPU: no copy)' if on_cpu else f'{copy:.3f} s'}")
     _say(
         f"  first inference   {d['first_inference_s'] * 1e3:.2f} ms (steady "
         f"{d['steady_inference_s'] * 1e3:.2f} ms, "

@@ -466,6 +466,17 @@ def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
         try:
             keep_alive_s = parse_duration_s(arg, field=flag, allow_zero=True)
         except InvalidSpecError:
+            parts = re.findall(r"\d+(?:\.\d+)?[smhd]", arg)  # fixed:1h30m (QA 41 QF)
+            total_s = sum(parse_duration_s(p, field=flag, allow_zero=True) for p in parts)
+            if len(parts) > 1 and "".join(parts) == arg and total_s > 0:
+                size, suffix = next(
+                    (u for u in ((3600, "h"), (60, "m")) if total_s % u[0] == 0), (1, "s")
+                )
+                one = f"{total_s / size:g}{suffix}"
+                raise InvalidSpecError(
+                    flag, "fixed:DURATION takes one number and one unit", got=text,
+                    fix=f"e.g. --{flag} fixed:{one}",
+                ) from None  # fmt: skip
             number = re.match(r"\d+(?:\.\d+)?", arg)  # fixed:10x: the unit is what is wrong
             unit = re.search(r"(s|sec|m|min|h|hr|d)$", arg)
             plain = _plain_number(arg[: unit.start()]) if unit else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 from gpucast.domain.errors import InvalidSpecError
 
@@ -26,10 +27,12 @@ _SECONDS_PER = {
 def percent_text(share: float, decimals: int = 1) -> str:
     """``share`` (0.02) as a percentage with ``decimals`` decimals (``2.0%``), or two
     significant digits where those decimals round a nonzero share to nothing (0.0001 is
-    ``0.01%``, not ``0.0%``: QA 38 M F8, a ``--target-ci 0.0001`` printed ``target ±0.0%``)."""
+    ``0.01%``, not ``0.0%``: QA 38 M F8, a ``--target-ci 0.0001`` printed ``target ±0.0%``),
+    in fixed point however small (``0.000002%``, not ``2e-06%``: QA 41 QF F9)."""
     text = f"{share:.{decimals}%}"
     if share and float(text[:-1]) == 0:
-        text = f"{share * 100:.2g}%"
+        # fixed point below 1e-4 %, where ``g`` turns scientific (2 in 101 M: ``2e-06%``)
+        text = f"{format(Decimal(f'{share * 100:.2g}'), 'f')}%"
     return text
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.units import count_of, format_duration, format_ms, format_span
+from gpucast.domain.units import count_of, format_duration, format_ms, format_seconds, format_span
 from gpucast.inputs.instance_ebs import EBS_LINK, instance_links
 
 if TYPE_CHECKING:
@@ -190,6 +190,12 @@ def trace_from_path(path: Path, day: int = 1) -> ServerlessTrace:
     from gpucast.store.datasets.azure_functions import INVOCATIONS_FILE
 
     path = Path(path)
+    if not path.exists():  # not "not a folder": a file is read too (QA 41 QF)
+        raise InvalidInputError(
+            f"--trace {path}: no such file or folder",
+            fix="check the path: --trace takes a folder of the Azure Functions 2019 trace, an "
+            "Azure LLM trace file or folder, or an arrival_s CSV",
+        )
     if path.is_file():
         _not_an_azure_functions_file(path)
         return llm_trace([path])
@@ -258,7 +264,12 @@ def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
     serve --arrivals trace:FILE`` reads) is one function's invocations, counted in the same
     bins, each running the function's model (no tokens, no durations)."""
     from gpucast.inputs.serving import skipped_rows_warning
-    from gpucast.store.datasets.azure_traces import ORIGIN_ATTR, read_arrival_trace
+    from gpucast.store.datasets.azure_traces import (
+        AZURE_LLM_FORMAT,
+        FORMAT_ATTR,
+        ORIGIN_ATTR,
+        read_arrival_trace,
+    )
 
     frames, warnings = [], []
     for path in paths:
@@ -299,13 +310,18 @@ def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
         tokens.append((b, np.maximum(inp, 1), np.maximum(out, 1)))
     names = tuple(p.stem.removeprefix("AzureLLMInferenceTrace_") for p in paths)
     each = ", ".join(f"{n} {len(f):,} requests" for n, f in zip(names, frames, strict=True))
+    files = ", ".join(p.name for p in paths)
+    if all(f.attrs.get(FORMAT_ATTR) == AZURE_LLM_FORMAT for f in frames):
+        what, stamps = "Azure LLM inference trace", "the Azure LLM trace's request timestamps"
+    else:  # a CSV of one's own: arrival_s and token columns (QA 41 QF F11)
+        what, stamps = "arrival_s CSV with token columns", f"{files}'s arrival_s timestamps"
     return ServerlessTrace(
         counts=counts,
         names=names,
         duration_s=np.full(len(paths), np.nan),
-        source=f"Azure LLM inference trace ({each}; {', '.join(p.name for p in paths)})",
-        arrival_process=f"replayed: the Azure LLM trace's request timestamps, one function per "
-        f"file, aligned on the first request and counted in {bin_s:g} s bins ({n_bins} bins)",
+        source=f"{what} ({each}; {files})",
+        arrival_process=f"replayed: {stamps}, one function per file, aligned on the first "
+        f"request and counted in {bin_s:g} s bins ({n_bins} bins)",
         warnings=tuple(warnings),
         tokens=tuple(tokens),
         paths=tuple(paths),
@@ -541,7 +557,7 @@ def gpu_function(
             for key in _ASSUMED_BY_PHASE.get(phase, ()):
                 assumed.pop(key, None)
     detail = (
-        f"weights {cold.weight_load_s:.2f} s bound by {cold.bound_by}"
+        f"weights {format_seconds(cold.weight_load_s)} bound by {cold.bound_by}"
         if measured is None
         else cold_start_text(cold, measured.run_id, given)
     )

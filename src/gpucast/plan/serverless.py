@@ -60,10 +60,12 @@ from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.serverless import KeepAlivePolicy
 from gpucast.domain.units import (
     count_of,
+    format_cents,
     format_duration,
     format_ms_against,
     format_pct_against,
     format_slo_latency,
+    percent_text,
 )
 from gpucast.simulate.serverless import (
     BILLINGS,
@@ -211,6 +213,12 @@ def _duration(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{seconds / size:g}{unit}"
     return f"{seconds:g}s"
+
+
+def _us(usd: float) -> str:
+    """``US$ 0.45``, ``US$ 1,234.50``; two significant digits under a cent (``US$ 0.0001``,
+    not ``US$ 0.00``: QA 41 QF F10), as :func:`~gpucast.domain.units.format_cents`."""
+    return f"US$ {format_cents(usd).removeprefix('$')}"
 
 
 def _latency(
@@ -366,8 +374,8 @@ def plan_serverless(
                 meets_slo=meets,
                 function_share_meeting_slo=met,
                 function_share_p99_over_slo=over,
-                detail=f"{policy.describe()}; {r.cold_start_rate:.3%} of invocations cold; "
-                f"billed per GPU-second ({billing})",
+                detail=f"{policy.describe()}; {percent_text(r.cold_start_rate)} of invocations "
+                f"cold; billed per GPU-second ({billing})",
             )
         )
 
@@ -490,9 +498,9 @@ def plan_serverless(
     dearer = [o for o in ordered if o.meets_slo and not o.within_budget]
     if choice is None and dearer:
         raise NoFeasiblePlanError(
-            f"budget-usd: no candidate meeting {slo_text} costs at most US$ {budget_usd:,.2f} "
+            f"budget-usd: no candidate meeting {slo_text} costs at most {_us(budget_usd)} "
             f"over {format_duration(horizon_h * 3600)}; the cheapest meeting it, {dearer[0].name}, "
-            f"costs US$ {dearer[0].cost_usd:,.2f}",
+            f"costs {_us(dearer[0].cost_usd)}",
             fix=f"raise --budget-usd to >= {math.ceil(dearer[0].cost_usd * 100) / 100:.2f}",
         )
     if choice is None:

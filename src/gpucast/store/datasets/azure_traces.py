@@ -38,6 +38,10 @@ TOKEN_COLUMNS: tuple[tuple[str, str], ...] = (
 #: trace, the first ``arrival_s`` otherwise): ``arrival_s`` counts from it, and traces read
 #: apart are aligned with it
 ORIGIN_ATTR = "origin_s"
+#: ``frame.attrs`` key of the file's format: :data:`AZURE_LLM_FORMAT` or ``"arrival_s"`` (a
+#: CSV of one's own), so what replays it names the data it read (QA 41 QF F11)
+FORMAT_ATTR = "format"
+AZURE_LLM_FORMAT = "azure-llm"
 
 
 def _parse_timestamp(text: str) -> float:
@@ -152,4 +156,5 @@ def _read_arrival_rows(path: Path, handle: TextIO, formats: str) -> ImportResult
         data["generated_tokens"] = np.frombuffer(generated, dtype=np.int64)[order]
     frame = pd.DataFrame(data, copy=False)
     frame.attrs[ORIGIN_ATTR] = origin
+    frame.attrs[FORMAT_ATTR] = AZURE_LLM_FORMAT if azure else "arrival_s"
     return ImportResult(frame=frame, skipped=tuple(skipped))
