@@ -496,7 +496,7 @@ def plan_serverless(
     need = f"{slo_function_share * 100:g}%"
     slo_text = f"{base} for >= {need} of {unit}s, each on its own calls" if by_functions else base
     dearer = [o for o in ordered if o.meets_slo and not o.within_budget]
-    if choice is None and dearer:
+    if choice is None and dearer and budget_usd is not None:  # dearer: over a given budget
         raise NoFeasiblePlanError(
             f"budget-usd: no candidate meeting {slo_text} costs at most {_us(budget_usd)} "
             f"over {format_duration(horizon_h * 3600)}; the cheapest meeting it, {dearer[0].name}, "
