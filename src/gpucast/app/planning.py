@@ -686,7 +686,7 @@ def lr_rule_curve(
 
 
 def _spot_assumptions(
-    request: TrainRequest, risk: RiskInputs, facts: WorkloadFacts, lifetimes: Any
+    request: TrainRequest, risk: RiskInputs, facts: WorkloadFacts, lifetimes: Lifetimes
 ) -> tuple[Assumption, ...]:
     """What spot servers alone rest on; an on-demand plan (``--no-spot``) lists none of it
     (QA 41 S: it listed lifetimes, recovery and checkpoints it never used)."""

@@ -395,11 +395,13 @@ def _check_topology_gpu(
         return
     from gpucast.catalog.topologies import load_topologies
 
-    fits = [t.name for t in load_topologies().values() if gpu in t.gpu_names]
-    generic = [t.name for t in load_topologies().values() if not t.gpu_names]
+    # the built-in server of this GPU, else the first one for any GPU (a PCIe server)
+    other = min(
+        load_topologies().values(), key=lambda t: (gpu not in t.gpu_names, t.gpu_names != ())
+    )
     raise _bad(origin, "topology", f"{topology.name} is a server of {' or '.join(held)} GPUs, "
                f"not {gpu} (its links are theirs)", got=topology.name,
-               fix=f"topology: {(fits or generic)[0]}, or a topology CSV of your own "
+               fix=f"topology: {other.name}, or a topology CSV of your own "
                "(its gpus column blank)")  # fmt: skip
 
 
